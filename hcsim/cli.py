@@ -1,0 +1,184 @@
+"""The ``hcsim`` command.
+
+Every bad input ends the same way: one line ``hcsim: error: ...`` naming the item and
+what is valid, exit status 2, no traceback, no partial output file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from hcsim.errors import HcsimError
+
+SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (exit 2) like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"hcsim: error: {message} (see '{self.prog} --help')\n")
+
+
+def _add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("system", choices=SYSTEMS, nargs=None if required else "?", help="which topology to build")
+    p.add_argument("--xpus", type=int, help="number of XPUs (paper systems: a multiple of 8, from 8 to 4096)")
+    p.add_argument("--mix", help="XPU type(s): 'H100', 'H100+A100', 'H100+V100' (paper systems: one type per ToR)")
+    p.add_argument("--cxl-bandwidth", help="CXL link bandwidth for 'cxl' (default 128GBps)")
+    p.add_argument("--cxl-latency", help="CXL link latency for 'cxl' (default 200ns)")
+    p.add_argument("--link-bandwidth", help="link bandwidth for ring/star/leafspine (e.g. 128GBps)")
+    p.add_argument("--link-latency", help="link latency for ring/star/leafspine (e.g. 1us)")
+    p.add_argument("--hosts-per-leaf", type=int, default=16, help="leafspine: XPUs per leaf (default 16)")
+    p.add_argument("--spines", type=int, default=4, help="leafspine: spine switches (default 4)")
+
+
+def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topology
+    """The topology named by CLI options (shared by build and draw)."""
+    from hcsim.platform import builders
+
+    system, n = args.system, args.xpus
+    if n is None:
+        raise HcsimError(f"--xpus is required for '{system}' (valid: a positive integer, e.g. --xpus 64)")
+    if system != "cxl" and (args.cxl_bandwidth or args.cxl_latency):
+        raise HcsimError(f"--cxl-bandwidth/--cxl-latency apply to 'cxl' only, not '{system}'")
+    if system in ("noncoherent", "cxl", "server") and (args.link_bandwidth or args.link_latency):
+        raise HcsimError(f"--link-bandwidth/--link-latency apply to ring/star/leafspine, not '{system}' (Table 5)")
+    link = {}
+    if args.link_bandwidth:
+        link["bandwidth"] = args.link_bandwidth
+    if args.link_latency:
+        link["latency"] = args.link_latency
+    xpu = args.mix or "H100"
+    if system in ("noncoherent", "cxl"):
+        kwargs = {"mix": xpu}
+        if args.cxl_bandwidth:
+            kwargs["cxl_bandwidth"] = args.cxl_bandwidth
+        if args.cxl_latency:
+            kwargs["cxl_latency"] = args.cxl_latency
+        return builders.paper_system(n, coherent=system == "cxl", **kwargs)
+    if "+" in xpu:
+        raise HcsimError(f"--mix {xpu!r}: '{system}' takes a single XPU type (valid: H100, A100, V100)")
+    if system == "server":
+        if n != builders.XPUS_PER_SERVER:
+            raise HcsimError(f"--xpus {n} is invalid for 'server' (valid: {builders.XPUS_PER_SERVER})")
+        return builders.single_server(xpu)
+    if system == "ring":
+        return builders.ring(n, xpu, **link)
+    if system == "star":
+        return builders.star(n, xpu, **link)
+    h = args.hosts_per_leaf
+    if h < 1 or n < 1 or n % h:
+        raise HcsimError(f"--xpus {n} is not a positive multiple of --hosts-per-leaf {h} (valid: {h}, {2 * h}, ...)")
+    pair = (link.get("bandwidth", "12.5GBps"), link.get("latency", "5us"))
+    return builders.leaf_spine(n // h, args.spines, h, xpu, host_link=pair, fabric_link=pair)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from hcsim.platform.compiler import _check_writable, compile_platform
+
+    _check_writable(args.output)
+    if args.graphml:
+        _check_writable(args.graphml)
+    topo = build_topology(args)
+    stats = compile_platform(topo, args.output, precision=args.precision)
+    if args.graphml:
+        topo.write_graphml(args.graphml)
+    print(
+        f"wrote {args.output}: {stats.hosts} hosts, {stats.routers} routers, {stats.links} links, "
+        f"{stats.routes} routes in {stats.zones} zones"
+    )
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from hcsim.platform.probe import check_platform
+
+    s = check_platform(args.platform)
+    print(
+        f"{s.path}: loaded by SimGrid in {s.load_seconds:.2f} s: {s.hosts} hosts "
+        f"({s.xpus} XPUs, {s.memories} memory nodes), {s.routers} routers, {s.links} links"
+    )
+    return 0
+
+
+def _cmd_draw(args: argparse.Namespace) -> int:
+    from hcsim.platform.compiler import _check_writable
+    from hcsim.platform.topology import Topology
+
+    directory = _check_writable(args.output)
+    if args.graphml:
+        if args.system:
+            raise HcsimError("give either a system to build or --graphml FILE, not both")
+        topo = Topology.read_graphml(args.graphml)
+    elif args.system:
+        topo = build_topology(args)
+    else:
+        raise HcsimError(f"nothing to draw (valid: a system, one of {', '.join(SYSTEMS)}, or --graphml FILE)")
+    fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=".png", dir=directory)
+    os.close(fd)
+    try:
+        topo.draw(tmp)
+        os.replace(tmp, args.output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    print(f"wrote {args.output}: {topo.number_of_nodes()} nodes, {topo.number_of_edges()} links")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from hcsim.demo import run_demo
+
+    return run_demo(args.xpus, args.out)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="hcsim", description="Simulate heterogeneous, cache-coherent AI systems on SimGrid.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    plat = sub.add_parser("platform", help="build, check and draw platforms")
+    psub = plat.add_subparsers(dest="action", required=True, parser_class=_Parser)
+
+    b = psub.add_parser("build", help="build a topology and compile it to SimGrid platform XML")
+    _add_topology_options(b)
+    b.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
+    b.add_argument("--graphml", help="also save the topology as GraphML")
+    b.add_argument("-o", "--output", required=True, help="platform XML file to write")
+    b.set_defaults(func=_cmd_build)
+
+    c = psub.add_parser("check", help="load a platform XML in SimGrid and print what it holds")
+    c.add_argument("platform", help="platform XML file")
+    c.set_defaults(func=_cmd_check)
+
+    d = psub.add_parser("draw", help="draw a topology (layered) to PNG")
+    _add_topology_options(d, required=False)
+    d.add_argument("--graphml", help="draw a GraphML topology instead of building one")
+    d.add_argument("-o", "--output", required=True, help="PNG file to write")
+    d.set_defaults(func=_cmd_draw)
+
+    demo = sub.add_parser("demo", help="build the CXL system, simulate transfers in SimGrid, draw it")
+    demo.add_argument("--xpus", type=int, default=32, help="scale of the demo system (default 32)")
+    demo.add_argument("--out", default="results/demo", help="directory for the demo's files")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except HcsimError as exc:
+        print(f"hcsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hcsim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

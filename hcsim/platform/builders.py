@@ -1,0 +1,304 @@
+"""Ready-made topologies: the paper's two systems (Fig. 6) and the generic shapes.
+
+The paper's server (after the IEIT NF5468 "Balance" layout) has 8 XPUs, 2 CPUs joined
+by UPI, one PCIe switch per CPU with 4 XPUs, 4 PCIe links from each CPU to its PCIe
+switch, one XPU switch (NVSwitch-like) joining the 8 XPUs, and a NIC (on PCIe switch 0)
+to the rack's ToR; 16 servers per ToR, all ToRs to one core switch. Table 5 gives the
+link parameters (:data:`TABLE5`).
+
+* :func:`noncoherent_system` (Fig. 6a): expansion memory hangs off the CPUs only. Each
+  CPU has a host-DRAM node behind a 4-lane memory link, so the four XPUs of its PCIe
+  switch reach it without blocking (the paper's reason for the 4 PCIe links).
+* :func:`cxl_system` (Fig. 6b): the same, plus a CXL fabric. Each server has a CXL
+  switch joining its 8 XPUs, one CXL Type 3 expander per XPU and both CPUs; the servers'
+  CXL switches cascade into a per-rack CXL switch, and rack CXL switches into a top CXL
+  switch, so all XPUs are joined through CXL switches. Inter-server traffic uses the
+  CXL fabric: the server's CXL switch is its gateway (Ethernet stays in the topology,
+  as in the paper, but carries no XPU traffic).
+
+Names: ``r03s07.xpu5`` is XPU 5 of server 7 of rack 3; XPUs carry a global ``rank``
+(rack-major). Zones are ``r03/s07`` (server) inside ``r03`` (rack).
+
+Assumptions the paper leaves open, made explicit here (all are parameters): host DRAM
+links (``host_memory_link``, default 4 x 128 GB/s, 100 ns), the NIC's PCIe attachment
+(a PCIe link), the CXL inter-switch links (same bandwidth/latency as ``cxl_bandwidth``
+/ ``cxl_latency``), capacity of expansion memories (infinite, as the paper allows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hcsim.errors import HcsimError
+from hcsim.platform.devices import Device, device
+from hcsim.platform.topology import Topology
+from hcsim.units import parse_bandwidth, parse_time
+
+__all__ = [
+    "TABLE5",
+    "LinkSpec",
+    "noncoherent_system",
+    "cxl_system",
+    "paper_system",
+    "single_server",
+    "ring",
+    "star",
+    "leaf_spine",
+    "parse_mix",
+    "XPUS_PER_SERVER",
+    "SERVERS_PER_RACK",
+]
+
+XPUS_PER_SERVER = 8
+XPUS_PER_PCIE_SWITCH = 4
+SERVERS_PER_RACK = 16
+PCIE_LANES_CPU_TO_SWITCH = 4
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """Bandwidth (bytes/s per lane) and latency (s) of one kind of link."""
+
+    bandwidth: float
+    latency: float
+    lanes: int = 1
+
+    @classmethod
+    def of(cls, bandwidth: object, latency: object, lanes: int = 1, what: str = "link") -> LinkSpec:
+        bw = parse_bandwidth(bandwidth, f"{what} bandwidth")
+        lat = parse_time(latency, f"{what} latency")
+        if not bw > 0 or math.isinf(bw):
+            raise HcsimError(f"{what} bandwidth must be a finite rate > 0 (e.g. '128GBps'), got {bandwidth!r}")
+        if not lat >= 0 or math.isinf(lat):
+            raise HcsimError(f"{what} latency must be a finite time >= 0 (e.g. '200ns'), got {latency!r}")
+        return cls(bw, lat, lanes)
+
+
+#: Paper Table 5 (CXL is a parameter; 128 GB/s and 200 ns are its defaults).
+TABLE5 = {
+    "tor_to_core": LinkSpec.of("12.5GBps", "5us"),
+    "nic_to_tor": LinkSpec.of("12.5GBps", "5us"),
+    "upi": LinkSpec.of("62.4GBps", "100ns"),
+    "pcie": LinkSpec.of("128GBps", "250ns"),
+    "xpu": LinkSpec.of("900GBps", "100ns"),
+    "cxl": LinkSpec.of("128GBps", "200ns"),
+    "host_memory": LinkSpec.of("128GBps", "100ns", lanes=4),
+}
+
+
+def parse_mix(mix: str | Sequence[str | Device] | None, racks: int) -> list[Device]:
+    """XPU type of each rack from a mix: "H100", "H100+A100" (racks alternate), or a list per rack."""
+    if mix is None:
+        mix = "H100"
+    if isinstance(mix, str):
+        names = [m.strip() for m in mix.split("+")]
+        if not all(names):
+            raise HcsimError(f"mix {mix!r} is invalid (valid: 'H100', 'H100+A100', 'H100+V100', ...)")
+        kinds = [device(n) for n in names]
+        return [kinds[r % len(kinds)] for r in range(racks)]
+    kinds = [device(m) for m in mix]
+    if len(kinds) != racks:
+        raise HcsimError(f"mix lists {len(kinds)} rack types but the system has {racks} racks (give one per rack)")
+    return kinds
+
+
+def _check_scale(xpus: int) -> tuple[int, int]:
+    if isinstance(xpus, bool) or not isinstance(xpus, int) or xpus < XPUS_PER_SERVER or xpus % XPUS_PER_SERVER:
+        raise HcsimError(
+            f"--xpus {xpus!r} is not a positive multiple of the server size {XPUS_PER_SERVER} (valid: 8, 16, ..., 4096)"
+        )
+    servers = xpus // XPUS_PER_SERVER
+    return servers, math.ceil(servers / SERVERS_PER_RACK)
+
+
+def _server(
+    topo: Topology, rack: int, slot: int, kind: Device, first_rank: int, links: dict[str, LinkSpec], tor: str
+) -> str:
+    """Add one paper server; return its name prefix."""
+    p = f"r{rack:02d}s{slot:02d}"
+    zone = f"r{rack:02d}/s{slot:02d}"
+
+    def link(u: str, v: str, spec: LinkSpec, kind_: str) -> None:
+        topo.add_link(u, v, spec.bandwidth, spec.latency, link_kind=kind_, lanes=spec.lanes)
+
+    topo.add_switch(f"{p}.xsw", "xpu", zone=zone)
+    topo.add_switch(f"{p}.nic", "nic", zone=zone)
+    for c in range(2):
+        topo.add_switch(f"{p}.cpu{c}", "cpu", zone=zone)
+        topo.add_switch(f"{p}.pcie{c}", "pcie", zone=zone)
+        topo.add_memory(f"{p}.dram{c}", "inf", "host_dram", zone=zone)
+        bundle = LinkSpec(links["pcie"].bandwidth, links["pcie"].latency, PCIE_LANES_CPU_TO_SWITCH)
+        link(f"{p}.cpu{c}", f"{p}.pcie{c}", bundle, "pcie")
+        link(f"{p}.cpu{c}", f"{p}.dram{c}", links["host_memory"], "memory")
+    link(f"{p}.cpu0", f"{p}.cpu1", links["upi"], "upi")
+    link(f"{p}.pcie0", f"{p}.nic", links["pcie"], "pcie")
+    link(f"{p}.nic", tor, links["nic_to_tor"], "ethernet")
+    for i in range(XPUS_PER_SERVER):
+        x = f"{p}.xpu{i}"
+        topo.add_xpu(x, kind, zone=zone, rank=first_rank + i)
+        link(x, f"{p}.pcie{i // XPUS_PER_PCIE_SWITCH}", links["pcie"], "pcie")
+        link(x, f"{p}.xsw", links["xpu"], "xpu")
+    return p
+
+
+def paper_system(
+    xpus: int,
+    *,
+    coherent: bool,
+    mix: str | Sequence[str | Device] | None = "H100",
+    cxl_bandwidth: object = "128GBps",
+    cxl_latency: object = "200ns",
+    links: dict[str, LinkSpec] | None = None,
+) -> Topology:
+    """The paper's Fig. 6 system with ``xpus`` XPUs (a multiple of 8): (b) if coherent else (a)."""
+    servers, racks = _check_scale(xpus)
+    kinds = parse_mix(mix, racks)
+    spec = dict(TABLE5)
+    spec.update(links or {})
+    spec["cxl"] = LinkSpec.of(cxl_bandwidth, cxl_latency, what="CXL link")
+    topo = Topology(
+        name=f"{'cxl' if coherent else 'noncoherent'}-{xpus}",
+        system="cxl" if coherent else "noncoherent",
+        mix="+".join(sorted({k.name for k in kinds}, key=[k.name for k in kinds].index)),
+    )
+    cxl = spec["cxl"]
+    multi_rack = racks > 1
+    if multi_rack:
+        topo.add_switch("core", "core")
+        if coherent:
+            topo.add_switch("cxl.top", "cxl")
+    for r in range(racks):
+        rz = f"r{r:02d}"
+        tor = f"{rz}.tor"
+        rack_servers = min(SERVERS_PER_RACK, servers - r * SERVERS_PER_RACK)
+        topo.add_switch(tor, "tor", zone=rz)
+        if coherent:
+            topo.add_switch(f"{rz}.cxl", "cxl", zone=rz)
+        for s in range(rack_servers):
+            first = (r * SERVERS_PER_RACK + s) * XPUS_PER_SERVER
+            p = _server(topo, r, s, kinds[r], first, spec, tor)
+            zone = f"{rz}/s{s:02d}"
+            if coherent:
+                leaf = f"{p}.cxl"
+                topo.add_switch(leaf, "cxl", zone=zone)
+                for c in range(2):
+                    topo.add_link(f"{p}.cpu{c}", leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")
+                for i in range(XPUS_PER_SERVER):
+                    t3 = f"{p}.t3_{i}"
+                    topo.add_memory(t3, "inf", "cxl_type3", zone=zone)
+                    topo.add_link(f"{p}.xpu{i}", leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")
+                    topo.add_link(t3, leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")
+                topo.add_link(leaf, f"{rz}.cxl", cxl.bandwidth, cxl.latency, link_kind="cxl")
+                topo.set_gateway(zone, leaf)
+            else:
+                topo.set_gateway(zone, f"{p}.nic")
+        if multi_rack:
+            topo.add_link(tor, "core", spec["tor_to_core"].bandwidth, spec["tor_to_core"].latency, link_kind="ethernet")
+            if coherent:
+                topo.add_link(f"{rz}.cxl", "cxl.top", cxl.bandwidth, cxl.latency, link_kind="cxl")
+        topo.set_gateway(rz, f"{rz}.cxl" if coherent else tor)
+    return topo
+
+
+def noncoherent_system(xpus: int, **kwargs: object) -> Topology:
+    """Paper Fig. 6(a): no coherent fabric; expansion memory at the CPUs; Ethernet between servers."""
+    return paper_system(xpus, coherent=False, **kwargs)  # type: ignore[arg-type]
+
+
+def cxl_system(xpus: int, **kwargs: object) -> Topology:
+    """Paper Fig. 6(b): the same plus a cascaded CXL fabric with a Type 3 expander per XPU."""
+    return paper_system(xpus, coherent=True, **kwargs)  # type: ignore[arg-type]
+
+
+def single_server(xpu: str | Device = "H100", links: dict[str, LinkSpec] | None = None) -> Topology:
+    """One paper server (8 XPUs, 2 CPUs, 2 PCIe switches, XPU switch, NIC) with its ToR."""
+    spec = dict(TABLE5)
+    spec.update(links or {})
+    topo = Topology(name="server", system="server")
+    topo.add_switch("tor", "tor")
+    _server(topo, 0, 0, device(xpu), 0, spec, "tor")
+    for n in list(topo.nodes):
+        topo.nodes[n]["zone"] = ""
+    return topo
+
+
+def _check_count(n: int, what: str, minimum: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
+        raise HcsimError(f"{what} {n!r} is invalid (valid: an integer >= {minimum})")
+
+
+def ring(
+    n: int, xpu: str | Device = "H100", bandwidth: object = "128GBps", latency: object = "1us"
+) -> Topology:
+    """``n`` XPUs in a bidirectional ring, each joined to its two neighbours by a direct link.
+
+    A direct-connect topology: routes to non-neighbours pass through the XPUs between
+    (``host_transit``), the shorter way round.
+    """
+    _check_count(n, "ring size", 2)
+    spec = LinkSpec.of(bandwidth, latency, what="ring link")
+    topo = Topology(name=f"ring-{n}", system="ring", host_transit=True)
+    width = len(str(n - 1))
+    names = [f"xpu{i:0{width}d}" for i in range(n)]
+    for i, name in enumerate(names):
+        topo.add_xpu(name, xpu, rank=i)
+    for i in range(n if n > 2 else 1):
+        topo.add_link(names[i], names[(i + 1) % n], spec.bandwidth, spec.latency, link_kind="xpu")
+    return topo
+
+
+def star(
+    n: int, xpu: str | Device = "H100", bandwidth: object = "128GBps", latency: object = "1us"
+) -> Topology:
+    """``n`` XPUs on one switch."""
+    _check_count(n, "star size", 1)
+    spec = LinkSpec.of(bandwidth, latency, what="star link")
+    topo = Topology(name=f"star-{n}", system="star")
+    topo.add_switch("switch", "generic")
+    width = len(str(n - 1))
+    for i in range(n):
+        name = f"xpu{i:0{width}d}"
+        topo.add_xpu(name, xpu, rank=i)
+        topo.add_link(name, "switch", spec.bandwidth, spec.latency, link_kind="generic")
+    return topo
+
+
+def leaf_spine(
+    leaves: int,
+    spines: int,
+    hosts_per_leaf: int,
+    xpu: str | Device = "H100",
+    host_link: object = ("12.5GBps", "5us"),
+    fabric_link: object = ("12.5GBps", "5us"),
+) -> Topology:
+    """Two-level leaf-spine (folded Clos): every leaf joins every spine.
+
+    A k-port two-level fat tree is ``leaf_spine(k, k // 2, k // 2)``. Each leaf is a
+    zone whose gateway is the leaf switch; between two leaves the route takes the spine
+    with the smallest name among the equal-latency choices (no ECMP spreading).
+    """
+    _check_count(leaves, "leaf count", 1)
+    _check_count(spines, "spine count", 1)
+    _check_count(hosts_per_leaf, "hosts per leaf", 1)
+    host = LinkSpec.of(*host_link, what="host link")  # type: ignore[misc]
+    fabric = LinkSpec.of(*fabric_link, what="fabric link")  # type: ignore[misc]
+    topo = Topology(name=f"leafspine-{leaves}x{hosts_per_leaf}", system="leafspine")
+    lw, sw, hw = len(str(leaves - 1)), len(str(spines - 1)), len(str(hosts_per_leaf - 1))
+    for s in range(spines):
+        topo.add_switch(f"spine{s:0{sw}d}", "core")
+    rank = 0
+    for leaf in range(leaves):
+        zone = f"leaf{leaf:0{lw}d}"
+        ls = f"{zone}.switch"
+        topo.add_switch(ls, "tor", zone=zone)
+        topo.set_gateway(zone, ls)
+        for s in range(spines):
+            topo.add_link(ls, f"spine{s:0{sw}d}", fabric.bandwidth, fabric.latency, link_kind="ethernet")
+        for h in range(hosts_per_leaf):
+            name = f"{zone}.xpu{h:0{hw}d}"
+            topo.add_xpu(name, xpu, zone=zone, rank=rank)
+            rank += 1
+            topo.add_link(name, ls, host.bandwidth, host.latency, link_kind="ethernet")
+    return topo

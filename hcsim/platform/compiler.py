@@ -1,0 +1,256 @@
+"""Compile a :class:`~hcsim.platform.topology.Topology` to SimGrid platform XML (v4.1).
+
+What becomes what
+-----------------
+* XPUs and memory nodes become ``<host>``; an XPU's speed is its FLOPS at the chosen
+  precision (both rates and the device's memory are kept as host properties), a memory
+  node gets a nominal 1 flop/s (it stores, it does not compute).
+* Switches (and CPUs, which only forward here) become ``<router>``.
+* Links become ``SPLITDUPLEX`` links: PCIe, CXL, NVLink-like and Ethernet links are
+  full duplex, so a ring step where every XPU sends and receives at once must not halve
+  the bandwidth. A bundle of ``lanes`` identical links becomes one link of
+  ``lanes x bandwidth``: when every flow on the bundle is capped by its own endpoint
+  link (the paper's use: four PCIe links so four XPUs reach host memory without
+  blocking) the max-min shares are the same as with pinned parallel links.
+* The network model is CM02 with ``network/TCP-gamma:0`` and ``network/crosstraffic:0``
+  (paper eq. 2): a lone transfer takes exactly sum(latencies) + size / bottleneck
+  bandwidth, concurrent flows share links max-min fairly. Written as ``<config>`` so
+  that whoever loads the file gets the same semantics.
+
+Routing representation (why it scales)
+--------------------------------------
+The paper stores all-pairs Dijkstra routes. For the 4096-XPU CXL system that is
+~9,200 hosts, ~42M host pairs: a Full table of that size does not load in 2 GB.
+SimGrid's own Dijkstra/Floyd zones would be small but weigh links by hop count, not
+latency. So the compiler follows the topology's zones (see :mod:`.routing`):
+
+* a zone without sub-zones (a server) is a ``Full`` zone holding its hosts, routers
+  and the latency-weighted routes among its hosts and its gateway (171 routes for a
+  paper server);
+* a zone with sub-zones (a rack, the root) holds one ``zoneRoute`` per pair of child
+  zones, between their gateways (SimGrid composes the rest recursively, exactly as
+  :class:`.routing.Router` does in Python); its own switches go into a child zone
+  ``<zone>/.switches`` because SimGrid joins zones only to zones;
+* a topology without zones is one flat ``Full`` zone with all host-pair routes, as in
+  the paper; fine up to about a thousand hosts.
+
+The 4096-XPU CXL system compiles to ~87k routes and ~21k links (see
+``experiments/bench_platform.py`` for times and memory). Output is deterministic:
+the same topology gives byte-identical XML. The file is written to a temporary name
+and renamed at the end, so a failure never leaves a half-written platform behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from lxml import etree
+
+from hcsim.errors import HcsimError
+from hcsim.platform.routing import Router
+from hcsim.platform.topology import Topology
+
+__all__ = ["compile_platform", "CompileStats", "NETWORK_CONFIG", "link_id", "zone_id"]
+
+NETWORK_CONFIG = {
+    "network/model": "CM02",
+    "network/TCP-gamma": "0",
+    "network/crosstraffic": "0",
+}
+ROOT_ZONE = "hcsim"
+SWITCH_ZONE = ".switches"
+
+
+@dataclass
+class CompileStats:
+    """What a compilation produced (for logs and the platform benchmark)."""
+
+    hosts: int = 0
+    routers: int = 0
+    links: int = 0
+    routes: int = 0
+    zones: int = 0
+
+
+def link_id(u: str, v: str) -> str:
+    """SimGrid name of the link joining ``u`` and ``v`` (orientation-free)."""
+    a, b = (u, v) if u < v else (v, u)
+    return f"{a}--{b}"
+
+
+def zone_id(zone: str) -> str:
+    return zone if zone else ROOT_ZONE
+
+
+def _num(x: float) -> str:
+    """Shortest text that parses back to exactly ``x`` (integers without a fraction)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    return repr(float(x))
+
+
+def _check_writable(path: str) -> str:
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(directory):
+        raise HcsimError(f"output '{path}': directory '{directory}' does not exist (valid: a writable path)")
+    if not os.access(directory, os.W_OK):
+        raise HcsimError(f"output '{path}': directory '{directory}' is not writable (valid: a writable path)")
+    if os.path.isdir(path):
+        raise HcsimError(f"output '{path}' is a directory (valid: a file path)")
+    return directory
+
+
+class _Writer:
+    def __init__(self, topology: Topology, precision: str, xf: Any) -> None:
+        if precision not in ("fp16", "fp32"):
+            raise HcsimError(f"precision {precision!r} is unknown (valid: fp16, fp32)")
+        self.topo = topology
+        self.precision = precision
+        self.xf = xf
+        self.router = Router(topology)
+        self.tree = topology.zone_tree()
+        self.stats = CompileStats()
+        # each link is declared in the lowest zone containing both its ends
+        self.links_by_zone: dict[str, list[tuple[str, str, dict]]] = {}
+        zone_of = dict(topology.nodes(data="zone", default=""))
+        for a, b, data in topology.iter_links():
+            self.links_by_zone.setdefault(_common(zone_of[a], zone_of[b]), []).append((a, b, data))
+
+    # ---------------------------------------------------------------- elements
+    def host(self, name: str, data: dict) -> None:
+        props: dict[str, str] = {"kind": data["kind"]}
+        if data["kind"] == "xpu":
+            speed = data[f"{self.precision}_flops"]
+            for key in ("device", "fp16_flops", "fp32_flops", "memory", "memory_bandwidth", "rank"):
+                if key in data:
+                    props[key] = _num(data[key]) if isinstance(data[key], (int, float)) else str(data[key])
+            props["precision"] = self.precision
+        else:
+            speed = 1.0
+            props["memory_kind"] = data["memory_kind"]
+            props["capacity"] = _num(data.get("capacity", math.inf))
+        with self.xf.element("host", id=name, speed=f"{_num(speed)}f"):
+            for key, value in props.items():
+                self.xf.write(etree.Element("prop", id=key, value=value))
+        self.xf.write("\n")
+        self.stats.hosts += 1
+
+    def link(self, a: str, b: str, data: dict) -> None:
+        bw = data["bandwidth"] * data.get("lanes", 1)
+        el = etree.Element(
+            "link",
+            id=link_id(a, b),
+            bandwidth=f"{_num(bw)}Bps",
+            latency=f"{_num(data['latency'])}s",
+            sharing_policy="SPLITDUPLEX",
+        )
+        etree.SubElement(el, "prop", id="kind", value=str(data.get("link_kind", "generic")))
+        self.xf.write(el, "\n")
+        self.stats.links += 1
+
+    def route(self, tag: str, path: list[str], **attrs: str) -> None:
+        el = etree.Element(tag, **attrs)
+        for u, v in zip(path, path[1:]):
+            etree.SubElement(el, "link_ctn", id=link_id(u, v), direction="UP" if u < v else "DOWN")
+        self.xf.write(el, "\n")
+        self.stats.routes += 1
+
+    # ---------------------------------------------------------------- zones
+    def zone(self, zone: str) -> None:
+        children = self.tree[zone]
+        members = sorted(self.topo.members(zone))
+        self.stats.zones += 1
+        with self.xf.element("zone", id=zone_id(zone), routing="Full"):
+            if not children:
+                self._leaf_zone(zone, members)
+            else:
+                self._inner_zone(zone, members, children)
+
+    def _leaf_zone(self, zone: str, members: list[str]) -> None:
+        hosts = [n for n in members if self.topo.is_host(n)]
+        for n in hosts:
+            self.host(n, self.topo.nodes[n])
+        for n in members:
+            if not self.topo.is_host(n):
+                self.xf.write(etree.Element("router", id=n), "\n")
+                self.stats.routers += 1
+        for a, b, data in self.links_by_zone.get(zone, []):
+            self.link(a, b, data)
+        endpoints = list(hosts)
+        if zone:
+            gw = self.router.gateways[zone]
+            if gw not in endpoints:
+                endpoints.append(gw)
+        for (src, dst), path in sorted(self.router.local_routes(zone, endpoints).items()):
+            self.route("route", path, src=src, dst=dst)
+
+    def _inner_zone(self, zone: str, members: list[str], children: list[str]) -> None:
+        for a, b, data in self.links_by_zone.get(zone, []):
+            self.link(a, b, data)
+        for child in children:
+            self.zone(child)
+        local = f"{zone}/{SWITCH_ZONE}" if zone else SWITCH_ZONE
+        if members:
+            self.stats.zones += 1
+            with self.xf.element("zone", id=local, routing="Full"):
+                for n in members:
+                    self.xf.write(etree.Element("router", id=n))
+                    self.stats.routers += 1
+        # (zone id, gateway) for every child, plus the local switch zone if routes must reach it
+        ends = [(zone_id(c), self.router.gateways[c]) for c in children]
+        if zone and members:
+            ends.append((local, self.router.gateways[zone]))
+        for i, (za, ga) in enumerate(ends):
+            for zb, gb in ends[i + 1 :]:
+                path = self.router.gateway_path(zone, ga, gb)
+                self.route("zoneRoute", path, src=za, dst=zb, gw_src=ga, gw_dst=gb)
+
+
+def _common(a: str, b: str) -> str:
+    pa, pb = a.split("/") if a else [], b.split("/") if b else []
+    out = []
+    for x, y in zip(pa, pb):
+        if x != y:
+            break
+        out.append(x)
+    return "/".join(out)
+
+
+def compile_platform(
+    topology: Topology,
+    path: str | os.PathLike[str],
+    *,
+    precision: str = "fp32",
+    config: dict[str, str] | None = None,
+) -> CompileStats:
+    """Write ``topology`` as SimGrid platform XML to ``path``; return what was written.
+
+    ``precision`` ("fp32" or "fp16") picks the rate that becomes each XPU's host speed;
+    ``config`` adds or overrides SimGrid ``<config>`` properties.
+    """
+    topology.validate()
+    path = os.fspath(path)
+    directory = _check_writable(path)
+    fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=".xml.tmp", dir=directory)
+    os.close(fd)
+    try:
+        with etree.xmlfile(tmp, encoding="utf-8") as xf:
+            xf.write_declaration()
+            xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
+            with xf.element("platform", version="4.1"):
+                with xf.element("config"):
+                    for key, value in {**NETWORK_CONFIG, **(config or {})}.items():
+                        xf.write(etree.Element("prop", id=key, value=str(value)))
+                writer = _Writer(topology, precision, xf)
+                writer.zone("")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return writer.stats

@@ -1,0 +1,134 @@
+"""Load a compiled platform in SimGrid and measure it: counts, routes, transfers, computations.
+
+These are the platform layer's own checks (``hcsim platform check``, the exactness
+tests, the demo); the workload engine builds on the same loading path. Each public
+function runs SimGrid in a child process (:func:`hcsim.sg.run_isolated`), so it can be
+called any number of times from one Python session.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lxml import etree
+
+from hcsim.errors import HcsimError
+from hcsim.sg import import_simgrid, new_engine, run_isolated
+
+__all__ = ["PlatformSummary", "check_platform", "simulate_transfers", "simulate_compute", "simgrid_route"]
+
+
+@dataclass
+class PlatformSummary:
+    """What SimGrid saw when it loaded a platform file."""
+
+    path: str
+    hosts: int
+    xpus: int
+    memories: int
+    routers: int
+    links: int
+    load_seconds: float
+
+
+def _precheck(path: str) -> str:
+    """Fail early, in one line, on files SimGrid would reject with a crash."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
+    try:
+        for _, el in etree.iterparse(path, events=("start",), load_dtd=False, no_network=True):
+            if el.tag != "platform":
+                raise HcsimError(f"platform file '{path}': root element is <{el.tag}>, expected <platform>")
+            break
+    except etree.XMLSyntaxError as exc:
+        raise HcsimError(f"platform file '{path}' is not valid XML: {exc}") from None
+    return path
+
+
+def _load(path: str) -> Any:
+    engine = new_engine()
+    try:
+        engine.load_platform(path)
+    except Exception as exc:  # noqa: BLE001 - SimGrid raises several types
+        raise HcsimError(f"SimGrid could not load '{path}': {str(exc).splitlines()[0]}") from None
+    return engine
+
+
+def _summary(path: str) -> PlatformSummary:
+    t0 = time.perf_counter()
+    engine = _load(path)
+    elapsed = time.perf_counter() - t0
+    hosts = engine.all_hosts
+    kinds = [h.get_property("kind") for h in hosts]
+    netpoints = engine.all_netpoints if hasattr(engine, "all_netpoints") else []
+    routers = sum(1 for np in netpoints if np.is_router()) if netpoints else -1
+    return PlatformSummary(
+        path=path,
+        hosts=len(hosts),
+        xpus=kinds.count("xpu"),
+        memories=kinds.count("memory"),
+        routers=routers,
+        links=len(engine.all_links),
+        load_seconds=elapsed,
+    )
+
+
+def check_platform(path: str | os.PathLike[str]) -> PlatformSummary:
+    """Load ``path`` in SimGrid and count what it holds."""
+    return run_isolated(_summary, _precheck(os.fspath(path)))
+
+
+def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float]:
+    simgrid = import_simgrid()
+    engine = _load(path)
+    ends = [float("nan")] * len(transfers)
+
+    def sender(i: int, src: Any, dst: Any, size: int) -> None:
+        simgrid.Comm.sendto(src, dst, size)
+        ends[i] = simgrid.Engine.clock
+
+    for i, (src, dst, size) in enumerate(transfers):
+        s, d = simgrid.Host.by_name(src), simgrid.Host.by_name(dst)
+        simgrid.Actor.create(f"t{i}", s, sender, i, s, d, int(size))
+    engine.run()
+    return ends
+
+
+def simulate_transfers(path: str | os.PathLike[str], transfers: list[tuple[str, str, float]]) -> list[float]:
+    """Start every (src, dst, bytes) transfer at time 0; return each one's completion time."""
+    return run_isolated(_transfers, _precheck(os.fspath(path)), list(transfers))
+
+
+def _compute(path: str, host: str, flops: float) -> float:
+    simgrid = import_simgrid()
+    engine = _load(path)
+    end = []
+
+    def worker() -> None:
+        simgrid.this_actor.execute(flops)
+        end.append(simgrid.Engine.clock)
+
+    simgrid.Actor.create("compute", simgrid.Host.by_name(host), worker)
+    engine.run()
+    return end[0]
+
+
+def simulate_compute(path: str | os.PathLike[str], host: str, flops: float) -> float:
+    """Time SimGrid takes to execute ``flops`` on ``host`` alone."""
+    return run_isolated(_compute, _precheck(os.fspath(path)), host, flops)
+
+
+def _route(path: str, src: str, dst: str) -> tuple[list[str], float]:
+    simgrid = import_simgrid()
+    _load(path)
+    links, latency = simgrid.Host.by_name(src).route_to(simgrid.Host.by_name(dst))
+    return [link.name for link in links], latency
+
+
+def simgrid_route(path: str | os.PathLike[str], src: str, dst: str) -> tuple[list[str], float]:
+    """The links SimGrid itself resolves from ``src`` to ``dst``, and their total latency."""
+    return run_isolated(_route, _precheck(os.fspath(path)), src, dst)

@@ -1,0 +1,185 @@
+"""Routes: latency-weighted shortest paths, composed through the zone hierarchy.
+
+Why not let SimGrid route? SimGrid's own Dijkstra and Floyd zones weigh every link as
+one hop (``cost = link_list.size()``), so on the paper's server an XPU-switch path and
+a CXL path of two links each tie, and SimGrid would pick by internal order. HCSim's
+rule is latency-weighted Dijkstra, so we compute routes here with NetworkX and write
+them into the platform.
+
+Rules, identical for every caller (the compiler, the tests, the engine):
+
+* weight = latency; among equal-latency paths the one with fewer links wins, then the
+  first in a graph built in sorted node order (so the result does not depend on the
+  order nodes were added);
+* hosts (XPUs, memory nodes) are endpoints, never transit, unless the topology sets
+  ``graph["host_transit"] = True`` (direct-connect rings and tori);
+* a pinned route (:meth:`Topology.set_route`) replaces the computed one;
+* with zones, a route is composed as SimGrid resolves it: inside a zone without
+  sub-zones, the shortest path among that zone's own nodes; between sibling zones, the
+  shortest path between their gateways over the parent zone's own nodes and the
+  children's gateways. This equals the global shortest path whenever inter-zone
+  traffic must pass through the gateways, as in the paper's systems, where the
+  gateway is the server's uplink (its NIC, or its CXL switch in the coherent system).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+import networkx as nx
+
+from hcsim.errors import HcsimError
+from hcsim.platform.topology import Topology
+
+__all__ = ["Router", "path_latency", "path_bandwidth"]
+
+_HOP = 1  # added to every link's weight so that fewer links win among equal latencies
+_SCALE = 1 << 24  # latency is counted in picoseconds, scaled above the hop count
+
+
+def _weight(latency: float) -> int:
+    return round(latency * 1e12) * _SCALE + _HOP
+
+
+class Router:
+    """Computes the route between any two hosts of a validated topology."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.tree = topology.zone_tree()
+        self.gateways = topology.gateways()
+        self.pinned = topology.routes()
+        self.transit = bool(topology.graph.get("host_transit", False))
+        self._zone_of = {n: z for n, z in topology.nodes(data="zone", default="")}
+        self.path = lru_cache(maxsize=None)(self._path)  # type: ignore[method-assign]
+
+    # ------------------------------------------------------------------ graphs
+    def _graph(self, nodes: Iterable[str]) -> nx.Graph:
+        """The sub-graph over ``nodes``, built in sorted order with integer weights."""
+        keep = sorted(set(nodes))
+        g = nx.Graph()
+        g.add_nodes_from(keep)
+        keep_set = set(keep)
+        for u in keep:
+            for v in sorted(self.topology.adj[u]):
+                if v in keep_set and u < v:
+                    g.add_edge(u, v, w=_weight(self.topology.edges[u, v]["latency"]))
+        return g
+
+    def shortest_paths(self, graph: nx.Graph, source: str, targets: Iterable[str]) -> dict[str, list[str]]:
+        """Latency-weighted shortest paths from ``source`` to each target; hosts not transit."""
+        topo = self.topology
+        transit = self.transit
+
+        def weight(u: str, _v: str, d: dict) -> int | None:
+            if u != source and not transit and topo.is_host(u):
+                return None
+            return d["w"]
+
+        _, paths = nx.single_source_dijkstra(graph, source, weight=weight)
+        out = {}
+        for t in targets:
+            if t == source:
+                continue
+            if t not in paths:
+                raise HcsimError(
+                    f"no path between '{source}' and '{t}' (connect them with links, "
+                    "or check zones and gateways)"
+                )
+            out[t] = paths[t]
+        return out
+
+    def zone_graph(self, zone: str) -> nx.Graph:
+        """Graph over which routes inside ``zone`` are computed (see module docstring)."""
+        own = self.topology.members(zone)
+        children = self.tree[zone]
+        return self._graph(own + [self.gateways[c] for c in children])
+
+    # ------------------------------------------------------------------ routes
+    def local_routes(self, zone: str, endpoints: list[str]) -> dict[tuple[str, str], list[str]]:
+        """All routes between ``endpoints`` (sorted pairs a < b) inside one zone's graph."""
+        graph = self.zone_graph(zone)
+        out: dict[tuple[str, str], list[str]] = {}
+        ordered = sorted(endpoints)
+        for i, src in enumerate(ordered[:-1]):
+            rest = ordered[i + 1 :]
+            paths = self.shortest_paths(graph, src, rest)
+            for dst in rest:
+                out[(src, dst)] = self.pinned_or(src, dst, paths[dst])
+        return out
+
+    def pinned_or(self, src: str, dst: str, computed: list[str]) -> list[str]:
+        if (src, dst) in self.pinned:
+            return list(self.pinned[(src, dst)])
+        if (dst, src) in self.pinned:
+            return list(reversed(self.pinned[(dst, src)]))
+        return computed
+
+    def _zone_path_to(self, node: str, ancestor: str) -> str:
+        """The child of ``ancestor`` that contains ``node`` (or ancestor itself for its own nodes)."""
+        zone = self._zone_of[node]
+        if zone == ancestor:
+            return ancestor
+        prefix = ancestor + "/" if ancestor else ""
+        head = zone[len(prefix) :].split("/")[0]
+        return prefix + head
+
+    def _path(self, src: str, dst: str) -> tuple[str, ...]:
+        """The route from ``src`` to ``dst`` as a node tuple (both hosts or gateways)."""
+        if src == dst:
+            return (src,)
+        za, zb = self._zone_of[src], self._zone_of[dst]
+        if za == zb:
+            if self.tree[za]:
+                raise HcsimError(f"'{src}' and '{dst}' are routers of zone '{za}'; routes join hosts")
+            lo, hi = (src, dst) if src < dst else (dst, src)
+            p = self.pinned_or(lo, hi, self.gateway_path(za, lo, hi))
+            return tuple(p if lo == src else reversed(p))
+        common = _common_zone(za, zb)
+        ca, cb = self._zone_path_to(src, common), self._zone_path_to(dst, common)
+        ga = self.gateways[ca] if ca != common else src
+        gb = self.gateways[cb] if cb != common else dst
+        mid = self.gateway_path(common, ga, gb)
+        head = self.path(src, ga)
+        tail = self.path(gb, dst)
+        return tuple(head[:-1]) + tuple(mid) + tuple(tail[1:])
+
+    def gateway_path(self, zone: str, a: str, b: str) -> list[str]:
+        """Route between two nodes over ``zone``'s own graph, computed from the smaller name."""
+        if a == b:
+            return [a]
+        lo, hi = (a, b) if a < b else (b, a)
+        p = self.shortest_paths(self._leaf_graph(zone), lo, [hi])[hi]
+        return p if lo == a else p[::-1]
+
+    @lru_cache(maxsize=None)  # noqa: B019 - one Router per topology, freed with it
+    def _leaf_graph(self, zone: str) -> nx.Graph:
+        return self.zone_graph(zone)
+
+    def links(self, src: str, dst: str) -> list[tuple[str, str]]:
+        """The route as a list of links (u, v) in travel order."""
+        p = self.path(src, dst)
+        return list(zip(p, p[1:]))
+
+
+def _common_zone(a: str, b: str) -> str:
+    pa, pb = a.split("/") if a else [], b.split("/") if b else []
+    common = []
+    for x, y in zip(pa, pb):
+        if x != y:
+            break
+        common.append(x)
+    return "/".join(common)
+
+
+def path_latency(topology: Topology, path: Iterable[str]) -> float:
+    """Sum of link latencies along ``path``."""
+    p = list(path)
+    return sum(topology.edges[u, v]["latency"] for u, v in zip(p, p[1:]))
+
+
+def path_bandwidth(topology: Topology, path: Iterable[str]) -> float:
+    """Bottleneck bandwidth along ``path`` (a bundle of lanes counts lanes x bandwidth)."""
+    p = list(path)
+    return min(topology.edges[u, v]["bandwidth"] * topology.edges[u, v].get("lanes", 1) for u, v in zip(p, p[1:]))

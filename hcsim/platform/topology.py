@@ -1,0 +1,352 @@
+"""The topology graph: XPUs, memory nodes and switches joined by links.
+
+A :class:`Topology` *is* a :class:`networkx.Graph`, so every NetworkX algorithm, view
+and drawing function works on it directly. What it adds is a vocabulary (paper Table 2)
+and checks:
+
+========  ==========================================================================
+node      attributes (SI units: flop/s, bytes, bytes/s, seconds)
+========  ==========================================================================
+xpu       ``device``, ``fp16_flops``, ``fp32_flops``, ``memory`` (local HBM capacity),
+          ``memory_bandwidth``; optional ``rank`` (position among the XPUs)
+memory    ``capacity`` (may be ``inf``), ``memory_kind`` (host_dram, cxl_type3, hbm)
+switch    ``switch_kind`` (pcie, xpu, cxl, nic, tor, core, cpu, generic)
+========  ==========================================================================
+
+Every node may carry a ``zone``: a "/"-separated path such as ``"r03/s07"`` (rack 3,
+server 7) that the compiler turns into nested SimGrid zones (see
+:mod:`hcsim.platform.compiler`). Each zone but the root names a gateway with
+:meth:`Topology.set_gateway`.
+
+Links carry ``bandwidth`` (per lane), ``latency``, ``link_kind`` and ``lanes`` (a
+bundle of identical parallel links, e.g. the paper's four PCIe links from a CPU to its
+PCIe switch). Links are full duplex: each direction has the full bandwidth.
+
+The ``add_*`` methods accept human units (``"128GBps"``, ``"200ns"``, ``"80GiB"``; see
+:mod:`hcsim.units`) and refuse duplicates; :meth:`Topology.validate` re-checks a graph
+built or edited by other means (plain NetworkX calls, a GraphML file).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import networkx as nx
+
+from hcsim.errors import HcsimError
+from hcsim.platform.devices import Device, device
+from hcsim.units import parse_bandwidth, parse_bytes, parse_flops, parse_time
+
+__all__ = ["Topology", "NODE_KINDS", "SWITCH_KINDS", "MEMORY_KINDS"]
+
+NODE_KINDS = ("xpu", "memory", "switch")
+SWITCH_KINDS = ("pcie", "xpu", "cxl", "nic", "tor", "core", "cpu", "generic")
+MEMORY_KINDS = ("host_dram", "cxl_type3", "hbm")
+HOST_KINDS = ("xpu", "memory")
+
+
+class Topology(nx.Graph):
+    """A platform topology: a NetworkX graph with typed nodes and physical links."""
+
+    # ------------------------------------------------------------------ building
+    def add_xpu(
+        self,
+        name: str,
+        xpu: str | Device | None = None,
+        *,
+        fp16: object = None,
+        fp32: object = None,
+        memory: object = None,
+        memory_bandwidth: object = None,
+        zone: str = "",
+        **attrs: Any,
+    ) -> None:
+        """Add an XPU from a preset (``"H100"``, ``"A100"``, ``"V100"``), a Device, or attributes.
+
+        Attributes given explicitly override the preset's, so ``add_xpu("f0", fp16="40TFLOPS",
+        fp32="10TFLOPS", memory="16GiB", memory_bandwidth="460GBps", device="fpga")`` makes a
+        custom FPGA.
+        """
+        self._check_new(name)
+        base = device(xpu) if xpu is not None else None
+        spec = {
+            "fp16_flops": parse_flops(fp16, f"XPU '{name}' fp16") if fp16 is not None else None,
+            "fp32_flops": parse_flops(fp32, f"XPU '{name}' fp32") if fp32 is not None else None,
+            "memory": parse_bytes(memory, f"XPU '{name}' memory") if memory is not None else None,
+            "memory_bandwidth": (
+                parse_bandwidth(memory_bandwidth, f"XPU '{name}' memory_bandwidth")
+                if memory_bandwidth is not None
+                else None
+            ),
+        }
+        for key, value in list(spec.items()):
+            if value is None:
+                if base is None:
+                    if key in ("fp16_flops", "fp32_flops"):
+                        raise HcsimError(
+                            f"XPU '{name}' has no {key[:4]} FLOPS "
+                            "(give a preset such as 'H100' or fp16=/fp32= rates like '67TFLOPS')"
+                        )
+                    spec[key] = math.inf if key == "memory_bandwidth" else 0.0
+                else:
+                    spec[key] = getattr(base, key)
+        attrs.setdefault("device", base.name if base is not None else "custom")
+        self.add_node(name, kind="xpu", zone=zone, **spec, **attrs)
+        self._check_node(name, self.nodes[name])
+
+    def add_memory(
+        self, name: str, capacity: object = "inf", memory_kind: str = "host_dram", *, zone: str = "", **attrs: Any
+    ) -> None:
+        """Add a memory node (host DRAM pool, CXL Type 3 expander, ...); capacity may be "inf"."""
+        self._check_new(name)
+        self.add_node(
+            name,
+            kind="memory",
+            capacity=parse_bytes(capacity, f"memory '{name}' capacity"),
+            memory_kind=memory_kind,
+            zone=zone,
+            **attrs,
+        )
+        self._check_node(name, self.nodes[name])
+
+    def add_switch(self, name: str, switch_kind: str = "generic", *, zone: str = "", **attrs: Any) -> None:
+        """Add a switch (a router in SimGrid): PCIe, XPU (NVSwitch-like), CXL, NIC, ToR, core or CPU."""
+        self._check_new(name)
+        self.add_node(name, kind="switch", switch_kind=switch_kind, zone=zone, **attrs)
+        self._check_node(name, self.nodes[name])
+
+    def add_link(
+        self,
+        u: str,
+        v: str,
+        bandwidth: object,
+        latency: object,
+        *,
+        link_kind: str = "generic",
+        lanes: int = 1,
+        **attrs: Any,
+    ) -> None:
+        """Join ``u`` and ``v`` by a full-duplex link (``bandwidth`` per direction and per lane)."""
+        for end in (u, v):
+            if end not in self:
+                raise HcsimError(f"link '{u}'--'{v}': node '{end}' does not exist (add it first)")
+        if self.has_edge(u, v):
+            raise HcsimError(f"link '{u}'--'{v}' is a duplicate (use lanes=N for parallel links)")
+        what = f"link '{u}'--'{v}'"
+        self.add_edge(
+            u,
+            v,
+            bandwidth=parse_bandwidth(bandwidth, f"{what} bandwidth"),
+            latency=parse_time(latency, f"{what} latency"),
+            link_kind=link_kind,
+            lanes=lanes,
+            **attrs,
+        )
+        self._check_edge(u, v, self.edges[u, v])
+
+    def set_gateway(self, zone: str, node: str) -> None:
+        """Declare ``node`` (a direct member of ``zone``) the zone's gateway to its parent."""
+        gateways = dict(self.graph.get("gateways", {}))
+        gateways[zone] = node
+        self.graph["gateways"] = gateways
+
+    def set_route(self, src: str, dst: str, path: list[str]) -> None:
+        """Pin the route between two hosts to ``path`` (a node list from src to dst; symmetric)."""
+        if not path or path[0] != src or path[-1] != dst:
+            raise HcsimError(f"route '{src}'->'{dst}': path must start at '{src}' and end at '{dst}'")
+        for a, b in zip(path, path[1:]):
+            if not self.has_edge(a, b):
+                raise HcsimError(f"route '{src}'->'{dst}': no link '{a}'--'{b}' (a route must follow links)")
+        routes = dict(self.graph.get("routes", {}))
+        routes[(src, dst)] = list(path)
+        self.graph["routes"] = routes
+
+    # ------------------------------------------------------------------ queries
+    def nodes_of(self, kind: str) -> list[str]:
+        """Names of the nodes of ``kind`` ("xpu", "memory" or "switch"), in insertion order."""
+        return [n for n, k in self.nodes(data="kind") if k == kind]
+
+    def xpus(self) -> list[str]:
+        """XPU names, ordered by ``rank`` where given (the order collectives use)."""
+        xs = self.nodes_of("xpu")
+        return sorted(xs, key=lambda n: (self.nodes[n].get("rank", math.inf), xs.index(n)))
+
+    def hosts(self) -> list[str]:
+        """Nodes that become SimGrid hosts: XPUs and memory nodes."""
+        return [n for n, k in self.nodes(data="kind") if k in HOST_KINDS]
+
+    def is_host(self, node: str) -> bool:
+        return self.nodes[node].get("kind") in HOST_KINDS
+
+    def gateways(self) -> dict[str, str]:
+        return dict(self.graph.get("gateways", {}))
+
+    def routes(self) -> dict[tuple[str, str], list[str]]:
+        return dict(self.graph.get("routes", {}))
+
+    # ------------------------------------------------------------------ checks
+    def _check_new(self, name: object) -> None:
+        if not isinstance(name, str) or not name or name != name.strip():
+            raise HcsimError(f"node name {name!r} is invalid (valid: a non-empty string without outer spaces)")
+        if name in self:
+            raise HcsimError(f"node '{name}' is a duplicate (node names must be unique)")
+
+    @staticmethod
+    def _check_node(name: str, data: dict[str, Any]) -> None:
+        kind = data.get("kind")
+        if kind not in NODE_KINDS:
+            raise HcsimError(f"node '{name}': kind {kind!r} is unknown (valid: {', '.join(NODE_KINDS)})")
+        if kind == "xpu":
+            for key in ("fp16_flops", "fp32_flops"):
+                value = data.get(key)
+                if not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
+                    raise HcsimError(
+                        f"XPU '{name}' has no valid {key} (got {value!r}; valid: a finite rate > 0 such as '67TFLOPS')"
+                    )
+            if not data.get("memory", 0) >= 0:
+                raise HcsimError(f"XPU '{name}': memory must be >= 0 bytes, got {data.get('memory')!r}")
+            if not data.get("memory_bandwidth", math.inf) > 0:
+                raise HcsimError(f"XPU '{name}': memory_bandwidth must be > 0, got {data.get('memory_bandwidth')!r}")
+        elif kind == "memory":
+            if data.get("memory_kind") not in MEMORY_KINDS:
+                raise HcsimError(
+                    f"memory '{name}': memory_kind {data.get('memory_kind')!r} is unknown "
+                    f"(valid: {', '.join(MEMORY_KINDS)})"
+                )
+            cap = data.get("capacity", math.inf)
+            if not isinstance(cap, (int, float)) or not cap > 0:
+                raise HcsimError(f"memory '{name}': capacity must be > 0 bytes or 'inf', got {cap!r}")
+        elif data.get("switch_kind") not in SWITCH_KINDS:
+            raise HcsimError(
+                f"switch '{name}': switch_kind {data.get('switch_kind')!r} is unknown "
+                f"(valid: {', '.join(SWITCH_KINDS)})"
+            )
+        zone = data.get("zone", "")
+        if not isinstance(zone, str) or zone.startswith("/") or zone.endswith("/") or "//" in zone:
+            raise HcsimError(f"node '{name}': zone {zone!r} is invalid (valid: '' or a path like 'r03/s07')")
+
+    @staticmethod
+    def _check_edge(u: str, v: str, data: dict[str, Any]) -> None:
+        bw = data.get("bandwidth")
+        if bw is None:
+            raise HcsimError(f"link '{u}'--'{v}' has no bandwidth (valid: a rate > 0 such as '128GBps')")
+        if not isinstance(bw, (int, float)) or not bw > 0 or math.isinf(bw) or math.isnan(bw):
+            raise HcsimError(f"link '{u}'--'{v}': bandwidth must be a finite rate > 0 (e.g. '128GBps'), got {bw!r}")
+        lat = data.get("latency")
+        if not isinstance(lat, (int, float)) or not lat >= 0 or math.isinf(lat):
+            raise HcsimError(f"link '{u}'--'{v}': latency must be a finite time >= 0 (e.g. '200ns'), got {lat!r}")
+        lanes = data.get("lanes", 1)
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+            raise HcsimError(f"link '{u}'--'{v}': lanes must be an integer >= 1, got {lanes!r}")
+
+    def validate(self) -> Topology:
+        """Check every node, link, zone and gateway; raise HcsimError on the first problem."""
+        if self.number_of_nodes() == 0:
+            raise HcsimError("topology is empty (add XPUs, memory nodes, switches and links)")
+        for name, data in self.nodes(data=True):
+            if not isinstance(name, str):
+                raise HcsimError(f"node name {name!r} is invalid (valid: a string)")
+            self._check_node(name, data)
+        for u, v, data in self.edges(data=True):
+            self._check_edge(u, v, data)
+        for n in self.nodes:
+            if self.degree(n) == 0:
+                raise HcsimError(f"node '{n}' has no link (every node must be connected)")
+        if not self.xpus():
+            raise HcsimError("topology has no XPU (add at least one with add_xpu)")
+        zones = self.zone_tree()
+        gateways = self.gateways()
+        for zone in sorted(zones):
+            if zone == "":
+                continue
+            gw = gateways.get(zone)
+            if gw is None:
+                raise HcsimError(f"zone '{zone}' has no gateway (call set_gateway('{zone}', NODE))")
+            if gw not in self or self.nodes[gw].get("zone", "") != zone:
+                raise HcsimError(f"zone '{zone}': gateway {gw!r} is not a node of that zone")
+        for zone, children in zones.items():
+            if children:
+                for n in self.members(zone):
+                    if self.is_host(n):
+                        raise HcsimError(
+                            f"host '{n}' is in zone '{zone}', which has sub-zones "
+                            "(hosts must sit in zones without sub-zones)"
+                        )
+                names = set(self.nodes)
+                for child in children:
+                    if child in names:
+                        raise HcsimError(f"zone '{child}' has the same name as a node (rename one)")
+        return self
+
+    # ------------------------------------------------------------------ zones
+    def zone_tree(self) -> dict[str, list[str]]:
+        """Every zone (root is "") mapped to its sorted child zones."""
+        zones: set[str] = {""}
+        for _, zone in self.nodes(data="zone", default=""):
+            parts = zone.split("/") if zone else []
+            for i in range(1, len(parts) + 1):
+                zones.add("/".join(parts[:i]))
+        tree: dict[str, list[str]] = {z: [] for z in zones}
+        for z in zones:
+            if z:
+                tree[z.rpartition("/")[0]].append(z)
+        for children in tree.values():
+            children.sort()
+        return tree
+
+    def members(self, zone: str) -> list[str]:
+        """Nodes whose zone is exactly ``zone``."""
+        return [n for n, z in self.nodes(data="zone", default="") if z == zone]
+
+    def iter_links(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Links as (a, b, data) with a < b, in sorted order (the orientation the compiler uses)."""
+        for u, v in sorted(tuple(sorted(e)) for e in self.edges):
+            yield u, v, self.edges[u, v]
+
+    # ------------------------------------------------------------------ interchange
+    def write_graphml(self, path: str | os.PathLike[str]) -> None:
+        """Save as GraphML (editable in yEd, Gephi, Cytoscape); gateways and routes as JSON."""
+        g = nx.Graph(self)
+        g.graph = {k: v for k, v in self.graph.items() if k not in ("gateways", "routes")}
+        g.graph["gateways_json"] = json.dumps(self.gateways(), sort_keys=True)
+        g.graph["routes_json"] = json.dumps([[s, d, p] for (s, d), p in sorted(self.routes().items())])
+        nx.write_graphml(g, path)
+
+    @classmethod
+    def read_graphml(cls, path: str | os.PathLike[str]) -> Topology:
+        """Load a topology written by :meth:`write_graphml` (or by hand, with the same attributes)."""
+        try:
+            g = nx.read_graphml(path)
+        except Exception as exc:  # noqa: BLE001 - any parse failure is bad input
+            raise HcsimError(f"GraphML file '{path}' cannot be read: {str(exc).splitlines()[0]}") from None
+        topo = cls()
+        topo.graph.update({k: v for k, v in g.graph.items() if not k.endswith("_json")})
+        topo.add_nodes_from(g.nodes(data=True))
+        for u, v, data in g.edges(data=True):
+            data = dict(data)
+            data.pop("id", None)
+            if "lanes" in data:
+                data["lanes"] = int(data["lanes"])
+            topo.add_edge(u, v, **data)
+        for n, data in topo.nodes(data=True):
+            data.setdefault("zone", "")
+            if "rank" in data:
+                data["rank"] = int(data["rank"])
+        topo.graph["gateways"] = json.loads(g.graph.get("gateways_json", "{}"))
+        topo.graph["routes"] = {(s, d): p for s, d, p in json.loads(g.graph.get("routes_json", "[]"))}
+        return topo.validate()
+
+    def draw(self, path: str | os.PathLike[str] | None = None, ax: Any = None, title: str | None = None) -> Any:
+        """Draw in layers (core, ToRs, servers' switches, XPUs, memory); save to ``path`` if given."""
+        from hcsim.platform.drawing import draw_topology
+
+        return draw_topology(self, path=path, ax=ax, title=title)
+
+
+def hosts_of(topology: Topology, names: Iterable[str]) -> list[str]:
+    """The subset of ``names`` that are hosts, keeping order."""
+    return [n for n in names if topology.is_host(n)]
