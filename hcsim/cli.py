@@ -77,21 +77,36 @@ def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topolo
     return builders.leaf_spine(n // h, args.spines, h, xpu, host_link=pair, fabric_link=pair)
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
-    from hcsim.platform.compiler import _check_writable, compile_platform
+def _compile_and_report(topo, args: argparse.Namespace) -> int:  # noqa: ANN001
+    from hcsim.platform.compiler import compile_platform
 
-    _check_writable(args.output)
-    if args.graphml:
-        _check_writable(args.graphml)
-    topo = build_topology(args)
     stats = compile_platform(topo, args.output, precision=args.precision)
-    if args.graphml:
-        topo.write_graphml(args.graphml)
     print(
         f"wrote {args.output}: {stats.hosts} hosts, {stats.routers} routers, {stats.links} links, "
         f"{stats.routes} routes in {stats.zones} zones"
     )
     return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from hcsim.platform.compiler import check_output_path
+
+    check_output_path(args.output)
+    if args.save_graphml:
+        check_output_path(args.save_graphml)
+    topo = build_topology(args)
+    code = _compile_and_report(topo, args)
+    if args.save_graphml:
+        topo.write_graphml(args.save_graphml)
+    return code
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from hcsim.platform.compiler import check_output_path
+    from hcsim.platform.topology import Topology
+
+    check_output_path(args.output)
+    return _compile_and_report(Topology.read_graphml(args.topology), args)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -106,10 +121,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_draw(args: argparse.Namespace) -> int:
-    from hcsim.platform.compiler import _check_writable
+    from hcsim.platform.compiler import check_output_path
     from hcsim.platform.topology import Topology
 
-    directory = _check_writable(args.output)
+    directory = check_output_path(args.output)
     if args.graphml:
         if args.system:
             raise HcsimError("give either a system to build or --graphml FILE, not both")
@@ -146,9 +161,15 @@ def make_parser() -> argparse.ArgumentParser:
     b = psub.add_parser("build", help="build a topology and compile it to SimGrid platform XML")
     _add_topology_options(b)
     b.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
-    b.add_argument("--graphml", help="also save the topology as GraphML")
+    b.add_argument("--save-graphml", metavar="FILE", help="also save the topology as GraphML (to edit, then compile)")
     b.add_argument("-o", "--output", required=True, help="platform XML file to write")
     b.set_defaults(func=_cmd_build)
+
+    k = psub.add_parser("compile", help="compile a GraphML topology (e.g. edited in yEd) to SimGrid platform XML")
+    k.add_argument("topology", help="GraphML file (see Topology.write_graphml)")
+    k.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
+    k.add_argument("-o", "--output", required=True, help="platform XML file to write")
+    k.set_defaults(func=_cmd_compile)
 
     c = psub.add_parser("check", help="load a platform XML in SimGrid and print what it holds")
     c.add_argument("platform", help="platform XML file")

@@ -11,6 +11,7 @@ the shared uplink split evenly among the eight flows, or FLOPs / FLOPS).
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 
 from hcsim.platform import builders
 from hcsim.platform.compiler import compile_platform
@@ -30,12 +31,12 @@ def equal_share_time(topo: Topology, router: Router, flows: list[tuple[str, str]
     load: dict[tuple[str, str], int] = {}
     paths = [router.path(s, d) for s, d in flows]
     for p in paths:
-        for u, v in zip(p, p[1:]):
+        for u, v in pairwise(p):
             load[(u, v)] = load.get((u, v), 0) + 1
     out = []
     for p in paths:
         rate = min(
-            topo.edges[u, v]["bandwidth"] * topo.edges[u, v].get("lanes", 1) / load[(u, v)] for u, v in zip(p, p[1:])
+            topo.edges[u, v]["bandwidth"] * topo.edges[u, v].get("lanes", 1) / load[(u, v)] for u, v in pairwise(p)
         )
         out.append(path_latency(topo, p) + size / rate)
     return out
@@ -61,11 +62,11 @@ def run_demo(xpus: int = 32, out: str = "results/demo") -> int:
         compile_platform(topo, path)
         router = Router(topo)
         memory = "r00s00.t3_0" if name == "cxl" else "r00s00.dram0"
-        for i, (label, flows) in enumerate(scenarios):
+        for label, flows in scenarios:
             flows = flows or [(a, memory)]
             sim = simulate_transfers(path, [(s, d, size) for s, d in flows])
             exact = equal_share_time(topo, router, flows, size)
-            err = max(abs(x - y) / y for x, y in zip(sim, exact))
+            err = max(abs(x - y) / y for x, y in zip(sim, exact, strict=True))
             worst = max(worst, err)
             via = "CXL fabric" if "cxl" in "".join(router.path(*flows[0])[1:-1]) else "PCIe/UPI/Ethernet"
             rows.append((name, label, max(sim), max(exact), err, via))

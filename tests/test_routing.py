@@ -1,6 +1,7 @@
 """Routes: zoned composition equals the global latency-weighted shortest path."""
 
 import random
+from itertools import pairwise
 
 import networkx as nx
 import pytest
@@ -35,7 +36,11 @@ def test_paper_routes_use_the_expected_fabric():
     cxl, nc = Router(cxl_system(256)), Router(noncoherent_system(256))
     a, b = "r00s00.xpu0", "r01s03.xpu5"
     assert [n for n in cxl.path(a, b) if n.endswith("cxl") or n == "cxl.top"] == [
-        "r00s00.cxl", "r00.cxl", "cxl.top", "r01.cxl", "r01s03.cxl"
+        "r00s00.cxl",
+        "r00.cxl",
+        "cxl.top",
+        "r01.cxl",
+        "r01s03.cxl",
     ]
     assert "core" in nc.path(a, b) and "r00s00.nic" in nc.path(a, b)
     assert cxl.path(a, "r00s00.xpu3") == ("r00s00.xpu0", "r00s00.xsw", "r00s00.xpu3")  # 200 ns beats CXL's 400 ns
@@ -114,7 +119,7 @@ def test_routes_are_latency_shortest_on_generated_topologies(topo):
             if a == b:
                 continue
             p = r.path(a, b)
-            assert all(topo.has_edge(u, v) for u, v in zip(p, p[1:]))
+            assert all(topo.has_edge(u, v) for u, v in pairwise(p))
             # the best path enters the switch fabric at a's switch and leaves at b's
             sa, sb = p[1], p[-2]
             best = topo.edges[a, sa]["latency"] + topo.edges[sb, b]["latency"]

@@ -229,9 +229,7 @@ def _check_count(n: int, what: str, minimum: int) -> None:
         raise HcsimError(f"{what} {n!r} is invalid (valid: an integer >= {minimum})")
 
 
-def ring(
-    n: int, xpu: str | Device = "H100", bandwidth: object = "128GBps", latency: object = "1us"
-) -> Topology:
+def ring(n: int, xpu: str | Device = "H100", bandwidth: object = "128GBps", latency: object = "1us") -> Topology:
     """``n`` XPUs in a bidirectional ring, each joined to its two neighbours by a direct link.
 
     A direct-connect topology: routes to non-neighbours pass through the XPUs between
@@ -249,9 +247,7 @@ def ring(
     return topo
 
 
-def star(
-    n: int, xpu: str | Device = "H100", bandwidth: object = "128GBps", latency: object = "1us"
-) -> Topology:
+def star(n: int, xpu: str | Device = "H100", bandwidth: object = "128GBps", latency: object = "1us") -> Topology:
     """``n`` XPUs on one switch."""
     _check_count(n, "star size", 1)
     spec = LinkSpec.of(bandwidth, latency, what="star link")

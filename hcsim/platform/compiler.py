@@ -46,15 +46,16 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from lxml import etree
 
 from hcsim.errors import HcsimError
-from hcsim.platform.routing import Router
+from hcsim.platform.routing import Router, common_zone
 from hcsim.platform.topology import Topology
 
-__all__ = ["compile_platform", "CompileStats", "NETWORK_CONFIG", "link_id", "zone_id"]
+__all__ = ["check_output_path", "compile_platform", "CompileStats", "NETWORK_CONFIG", "link_id", "zone_id"]
 
 NETWORK_CONFIG = {
     "network/model": "CM02",
@@ -93,7 +94,8 @@ def _num(x: float) -> str:
     return repr(float(x))
 
 
-def _check_writable(path: str) -> str:
+def check_output_path(path: str) -> str:
+    """Refuse an output path that cannot be written; return its directory."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(directory):
         raise HcsimError(f"output '{path}': directory '{directory}' does not exist (valid: a writable path)")
@@ -118,7 +120,7 @@ class _Writer:
         self.links_by_zone: dict[str, list[tuple[str, str, dict]]] = {}
         zone_of = dict(topology.nodes(data="zone", default=""))
         for a, b, data in topology.iter_links():
-            self.links_by_zone.setdefault(_common(zone_of[a], zone_of[b]), []).append((a, b, data))
+            self.links_by_zone.setdefault(common_zone(zone_of[a], zone_of[b]), []).append((a, b, data))
 
     # ---------------------------------------------------------------- elements
     def host(self, name: str, data: dict) -> None:
@@ -154,7 +156,7 @@ class _Writer:
 
     def route(self, tag: str, path: list[str], **attrs: str) -> None:
         el = etree.Element(tag, **attrs)
-        for u, v in zip(path, path[1:]):
+        for u, v in pairwise(path):
             etree.SubElement(el, "link_ctn", id=link_id(u, v), direction="UP" if u < v else "DOWN")
         self.xf.write(el, "\n")
         self.stats.routes += 1
@@ -162,7 +164,7 @@ class _Writer:
     # ---------------------------------------------------------------- zones
     def zone(self, zone: str) -> None:
         children = self.tree[zone]
-        members = sorted(self.topo.members(zone))
+        members = sorted(self.router.members[zone])
         self.stats.zones += 1
         with self.xf.element("zone", id=zone_id(zone), routing="Full"):
             if not children:
@@ -210,16 +212,6 @@ class _Writer:
                 self.route("zoneRoute", path, src=za, dst=zb, gw_src=ga, gw_dst=gb)
 
 
-def _common(a: str, b: str) -> str:
-    pa, pb = a.split("/") if a else [], b.split("/") if b else []
-    out = []
-    for x, y in zip(pa, pb):
-        if x != y:
-            break
-        out.append(x)
-    return "/".join(out)
-
-
 def compile_platform(
     topology: Topology,
     path: str | os.PathLike[str],
@@ -234,7 +226,7 @@ def compile_platform(
     """
     topology.validate()
     path = os.fspath(path)
-    directory = _check_writable(path)
+    directory = check_output_path(path)
     fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=".xml.tmp", dir=directory)
     os.close(fd)
     try:

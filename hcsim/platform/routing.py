@@ -25,7 +25,8 @@ Rules, identical for every caller (the compiler, the tests, the engine):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache, lru_cache
+from itertools import pairwise
 
 import networkx as nx
 
@@ -52,6 +53,9 @@ class Router:
         self.pinned = topology.routes()
         self.transit = bool(topology.graph.get("host_transit", False))
         self._zone_of = {n: z for n, z in topology.nodes(data="zone", default="")}
+        self.members: dict[str, list[str]] = {z: [] for z in self.tree}
+        for n, z in self._zone_of.items():
+            self.members[z].append(n)
         self.path = lru_cache(maxsize=None)(self._path)  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ graphs
@@ -84,15 +88,14 @@ class Router:
                 continue
             if t not in paths:
                 raise HcsimError(
-                    f"no path between '{source}' and '{t}' (connect them with links, "
-                    "or check zones and gateways)"
+                    f"no path between '{source}' and '{t}' (connect them with links, or check zones and gateways)"
                 )
             out[t] = paths[t]
         return out
 
     def zone_graph(self, zone: str) -> nx.Graph:
         """Graph over which routes inside ``zone`` are computed (see module docstring)."""
-        own = self.topology.members(zone)
+        own = self.members[zone]
         children = self.tree[zone]
         return self._graph(own + [self.gateways[c] for c in children])
 
@@ -136,7 +139,7 @@ class Router:
             lo, hi = (src, dst) if src < dst else (dst, src)
             p = self.pinned_or(lo, hi, self.gateway_path(za, lo, hi))
             return tuple(p if lo == src else reversed(p))
-        common = _common_zone(za, zb)
+        common = common_zone(za, zb)
         ca, cb = self._zone_path_to(src, common), self._zone_path_to(dst, common)
         ga = self.gateways[ca] if ca != common else src
         gb = self.gateways[cb] if cb != common else dst
@@ -153,20 +156,21 @@ class Router:
         p = self.shortest_paths(self._leaf_graph(zone), lo, [hi])[hi]
         return p if lo == a else p[::-1]
 
-    @lru_cache(maxsize=None)  # noqa: B019 - one Router per topology, freed with it
+    @cache  # noqa: B019 - one Router per topology, freed with it
     def _leaf_graph(self, zone: str) -> nx.Graph:
         return self.zone_graph(zone)
 
     def links(self, src: str, dst: str) -> list[tuple[str, str]]:
         """The route as a list of links (u, v) in travel order."""
         p = self.path(src, dst)
-        return list(zip(p, p[1:]))
+        return list(pairwise(p))
 
 
-def _common_zone(a: str, b: str) -> str:
+def common_zone(a: str, b: str) -> str:
+    """The deepest zone containing both zones ``a`` and ``b``."""
     pa, pb = a.split("/") if a else [], b.split("/") if b else []
     common = []
-    for x, y in zip(pa, pb):
+    for x, y in zip(pa, pb, strict=False):
         if x != y:
             break
         common.append(x)
@@ -176,10 +180,10 @@ def _common_zone(a: str, b: str) -> str:
 def path_latency(topology: Topology, path: Iterable[str]) -> float:
     """Sum of link latencies along ``path``."""
     p = list(path)
-    return sum(topology.edges[u, v]["latency"] for u, v in zip(p, p[1:]))
+    return sum(topology.edges[u, v]["latency"] for u, v in pairwise(p))
 
 
 def path_bandwidth(topology: Topology, path: Iterable[str]) -> float:
     """Bottleneck bandwidth along ``path`` (a bundle of lanes counts lanes x bandwidth)."""
     p = list(path)
-    return min(topology.edges[u, v]["bandwidth"] * topology.edges[u, v].get("lanes", 1) for u, v in zip(p, p[1:]))
+    return min(topology.edges[u, v]["bandwidth"] * topology.edges[u, v].get("lanes", 1) for u, v in pairwise(p))

@@ -32,7 +32,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import networkx as nx
@@ -158,7 +159,7 @@ class Topology(nx.Graph):
         """Pin the route between two hosts to ``path`` (a node list from src to dst; symmetric)."""
         if not path or path[0] != src or path[-1] != dst:
             raise HcsimError(f"route '{src}'->'{dst}': path must start at '{src}' and end at '{dst}'")
-        for a, b in zip(path, path[1:]):
+        for a, b in pairwise(path):
             if not self.has_edge(a, b):
                 raise HcsimError(f"route '{src}'->'{dst}': no link '{a}'--'{b}' (a route must follow links)")
         routes = dict(self.graph.get("routes", {}))
@@ -268,9 +269,12 @@ class Topology(nx.Graph):
                 raise HcsimError(f"zone '{zone}' has no gateway (call set_gateway('{zone}', NODE))")
             if gw not in self or self.nodes[gw].get("zone", "") != zone:
                 raise HcsimError(f"zone '{zone}': gateway {gw!r} is not a node of that zone")
+        by_zone: dict[str, list[str]] = {}
+        for n, z in self.nodes(data="zone", default=""):
+            by_zone.setdefault(z, []).append(n)
         for zone, children in zones.items():
             if children:
-                for n in self.members(zone):
+                for n in by_zone.get(zone, []):
                     if self.is_host(n):
                         raise HcsimError(
                             f"host '{n}' is in zone '{zone}', which has sub-zones "
@@ -319,6 +323,7 @@ class Topology(nx.Graph):
     @classmethod
     def read_graphml(cls, path: str | os.PathLike[str]) -> Topology:
         """Load a topology written by :meth:`write_graphml` (or by hand, with the same attributes)."""
+        _check_graphml_unique(path)
         try:
             g = nx.read_graphml(path)
         except Exception as exc:  # noqa: BLE001 - any parse failure is bad input
@@ -332,7 +337,7 @@ class Topology(nx.Graph):
             if "lanes" in data:
                 data["lanes"] = int(data["lanes"])
             topo.add_edge(u, v, **data)
-        for n, data in topo.nodes(data=True):
+        for _, data in topo.nodes(data=True):
             data.setdefault("zone", "")
             if "rank" in data:
                 data["rank"] = int(data["rank"])
@@ -347,6 +352,29 @@ class Topology(nx.Graph):
         return draw_topology(self, path=path, ax=ax, title=title)
 
 
-def hosts_of(topology: Topology, names: Iterable[str]) -> list[str]:
-    """The subset of ``names`` that are hosts, keeping order."""
-    return [n for n in names if topology.is_host(n)]
+def _check_graphml_unique(path: str | os.PathLike[str]) -> None:
+    """NetworkX merges repeated node ids and edges silently; a topology must not."""
+    from lxml import etree
+
+    if not os.path.isfile(path):
+        raise HcsimError(f"GraphML file '{path}' does not exist")
+    nodes: set[str] = set()
+    links: set[frozenset[str]] = set()
+    try:
+        for _, el in etree.iterparse(os.fspath(path), events=("end",), no_network=True):
+            tag = el.tag.rpartition("}")[2]
+            if tag == "node":
+                name = el.get("id")
+                if name in nodes:
+                    raise HcsimError(f"node '{name}' is a duplicate in '{path}' (node names must be unique)")
+                nodes.add(name)
+            elif tag == "edge":
+                pair = frozenset((el.get("source"), el.get("target")))
+                if pair in links:
+                    a, b = sorted(pair) if len(pair) == 2 else (el.get("source"),) * 2
+                    raise HcsimError(f"link '{a}'--'{b}' is a duplicate in '{path}' (use lanes for parallel links)")
+                links.add(pair)
+            if tag in ("node", "edge"):
+                el.clear()
+    except etree.XMLSyntaxError as exc:
+        raise HcsimError(f"GraphML file '{path}' cannot be read: {exc}") from None

@@ -1,0 +1,129 @@
+"""Compiled platforms, timed by real SimGrid, against closed forms (relative error <= 1e-9)."""
+
+import random
+from itertools import pairwise
+
+import pytest
+
+from hcsim.platform import (
+    Router,
+    Topology,
+    cxl_system,
+    leaf_spine,
+    noncoherent_system,
+    path_bandwidth,
+    path_latency,
+    ring,
+    single_server,
+    star,
+)
+from hcsim.platform.compiler import link_id
+from hcsim.platform.probe import check_platform, simgrid_route, simulate_compute, simulate_transfers
+
+REL = 1e-9
+SIZE = 3 * 10**9 + 17  # bytes; odd on purpose
+
+
+def lone_time(topo, router, a, b, size=SIZE):
+    p = router.path(a, b)
+    return path_latency(topo, p) + size / path_bandwidth(topo, p)
+
+
+def sample_pairs(topo, k, seed):
+    rng = random.Random(seed)
+    xpus, mems = topo.xpus(), [n for n in topo.hosts() if n not in set(topo.xpus())]
+    pairs = [tuple(rng.sample(xpus, 2)) for _ in range(k)]
+    pairs += [(rng.choice(xpus), rng.choice(mems)) for _ in range(k // 2)]
+    return pairs
+
+
+@pytest.mark.parametrize(
+    "build, xpus", [(cxl_system, 64), (noncoherent_system, 64), (cxl_system, 384), (noncoherent_system, 384)]
+)
+def test_lone_transfers_match_latency_plus_size_over_bandwidth(compiled, build, xpus):
+    topo = build(xpus, mix="H100+A100")
+    path = compiled(topo)
+    router = Router(topo)
+    pairs = sample_pairs(topo, 12, seed=xpus)
+    for a, b in pairs:  # one simulation per pair: each transfer really is alone
+        (t,) = simulate_transfers(path, [(a, b, SIZE)])
+        assert t == pytest.approx(lone_time(topo, router, a, b), rel=REL), (a, b)
+
+
+def test_simgrid_resolves_our_routes(compiled):
+    topo = cxl_system(384)
+    path = compiled(topo)
+    router = Router(topo)
+    for a, b in sample_pairs(topo, 6, seed=3):
+        links, latency = simgrid_route(path, a, b)
+        p = router.path(a, b)
+        assert links == [link_id(u, v) for u, v in pairwise(p)]
+        assert latency == pytest.approx(path_latency(topo, p), rel=REL)
+
+
+def test_two_flows_sharing_a_link_each_get_half(compiled):
+    # both servers' XPU 0 and XPU 1 send to the next server: they share the CXL uplink
+    topo = cxl_system(16)
+    path = compiled(topo)
+    router = Router(topo)
+    flows = [("r00s00.xpu0", "r00s01.xpu0"), ("r00s00.xpu1", "r00s01.xpu1")]
+    shared = topo.edges["r00s00.cxl", "r00.cxl"]["bandwidth"]
+    times = simulate_transfers(path, [(a, b, SIZE) for a, b in flows])
+    for (a, b), t in zip(flows, times, strict=True):
+        expected = path_latency(topo, router.path(a, b)) + SIZE / (shared / 2)
+        assert t == pytest.approx(expected, rel=REL)
+
+
+def test_opposite_directions_do_not_share_full_duplex_links(compiled):
+    topo = cxl_system(16)
+    path = compiled(topo)
+    router = Router(topo)
+    a, b = "r00s00.xpu0", "r00s01.xpu0"
+    t_ab, t_ba = simulate_transfers(path, [(a, b, SIZE), (b, a, SIZE)])
+    assert t_ab == pytest.approx(lone_time(topo, router, a, b), rel=REL)
+    assert t_ba == pytest.approx(lone_time(topo, router, b, a), rel=REL)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_computation_takes_flops_over_rate(compiled, precision):
+    topo = noncoherent_system(256, mix="H100+V100")
+    path = compiled(topo, precision=precision)
+    for xpu in ("r00s03.xpu2", "r01s07.xpu5"):  # an H100 and a V100
+        flops = 7.5e15
+        rate = topo.nodes[xpu][f"{precision}_flops"]
+        assert simulate_compute(path, xpu, flops) == pytest.approx(flops / rate, rel=REL)
+
+
+@pytest.mark.parametrize(
+    "topo",
+    [ring(8, latency="2us"), star(6), leaf_spine(4, 2, 3), single_server("V100")],
+    ids=["ring", "star", "leafspine", "server"],
+)
+def test_generic_topologies_are_exact(compiled, topo):
+    path = compiled(topo)
+    router = Router(topo)
+    hosts = topo.hosts()
+    for a, b in [(hosts[0], hosts[-1]), (hosts[1], hosts[len(hosts) // 2])]:
+        (t,) = simulate_transfers(path, [(a, b, SIZE)])
+        assert t == pytest.approx(lone_time(topo, router, a, b), rel=REL)
+
+
+def test_custom_topology_with_lanes(compiled):
+    t = Topology()
+    t.add_xpu("fpga", fp16="40TFLOPS", fp32="10TFLOPS", memory="16GiB", memory_bandwidth="460GBps", device="fpga")
+    t.add_memory("pool", "1TiB", "cxl_type3")
+    t.add_switch("sw", "cxl")
+    t.add_link("fpga", "sw", "64GBps", "300ns")
+    t.add_link("sw", "pool", "16GBps", "1us", lanes=2)  # two lanes: 32 GB/s
+    path = compiled(t)
+    (time_,) = simulate_transfers(path, [("fpga", "pool", SIZE)])
+    assert time_ == pytest.approx(1.3e-6 + SIZE / 32e9, rel=REL)
+
+
+def test_check_counts_what_was_compiled(compiled):
+    topo = cxl_system(64)
+    s = check_platform(compiled(topo))
+    assert (s.xpus, s.memories, s.hosts) == (64, 64 + 16, 144)
+    assert s.links == topo.number_of_edges()
+    routers = sum(1 for n in topo if not topo.is_host(n))
+    assert s.routers in (routers, -1)
