@@ -57,8 +57,18 @@ def import_simgrid() -> ModuleType:
         path = libsimgrid_path()
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         _LOADED.append(path)
-    import simgrid
-
+    # the module's init logs "Configuration change: Set 'contexts/factory'" to stderr before
+    # any --log option can apply; keep stderr for messages that matter
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        import simgrid
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
     return simgrid
 
 

@@ -27,10 +27,15 @@ latency. So the compiler follows the topology's zones (see :mod:`.routing`):
 * a zone without sub-zones (a server) is a ``Full`` zone holding its hosts, routers
   and the latency-weighted routes among its hosts and its gateway (171 routes for a
   paper server);
-* a zone with sub-zones (a rack, the root) holds one ``zoneRoute`` per pair of child
-  zones, between their gateways (SimGrid composes the rest recursively, exactly as
+* a zone with sub-zones (a rack, the root) holds one route per pair of child zones,
+  between their gateways (SimGrid composes the rest recursively, exactly as
   :class:`.routing.Router` does in Python); its own switches go into a child zone
-  ``<zone>/.switches`` because SimGrid joins zones only to zones;
+  ``<zone>/.switches`` because SimGrid joins zones only to zones. Between two zones
+  whose gateways are their direct members (servers) this is a ``zoneRoute``; higher up
+  (racks, whose gateway sits in their ``.switches`` zone) it is a pair of
+  ``bypassZoneRoute``: SimGrid 4.1 resolves a zoneRoute's gateway legs by asking the
+  gateway's zone for a zone-to-router route, which its checks forbid declaring, while
+  a bypass route's legs are resolved recursively;
 * a topology without zones is one flat ``Full`` zone with all host-pair routes, as in
   the paper; fine up to about a thousand hosts.
 
@@ -191,8 +196,7 @@ class _Writer:
             self.route("route", path, src=src, dst=dst)
 
     def _inner_zone(self, zone: str, members: list[str], children: list[str]) -> None:
-        for a, b, data in self.links_by_zone.get(zone, []):
-            self.link(a, b, data)
+        # SimGrid's DTD order inside a zone: sub-zones, then links, then routes
         for child in children:
             self.zone(child)
         local = f"{zone}/{SWITCH_ZONE}" if zone else SWITCH_ZONE
@@ -200,16 +204,26 @@ class _Writer:
             self.stats.zones += 1
             with self.xf.element("zone", id=local, routing="Full"):
                 for n in members:
-                    self.xf.write(etree.Element("router", id=n))
+                    self.xf.write(etree.Element("router", id=n), "\n")
                     self.stats.routers += 1
-        # (zone id, gateway) for every child, plus the local switch zone if routes must reach it
-        ends = [(zone_id(c), self.router.gateways[c]) for c in children]
+        for a, b, data in self.links_by_zone.get(zone, []):
+            self.link(a, b, data)
+        # (zone id, gateway, is the gateway a direct member of that zone) for every child,
+        # plus the local switch zone if routes from above must reach this zone's gateway
+        ends = [(zone_id(c), self.router.gateways[c], not self.tree[c]) for c in children]
         if zone and members:
-            ends.append((local, self.router.gateways[zone]))
-        for i, (za, ga) in enumerate(ends):
-            for zb, gb in ends[i + 1 :]:
+            ends.append((local, self.router.gateways[zone], True))
+        for i, (za, ga, direct_a) in enumerate(ends):
+            for zb, gb, direct_b in ends[i + 1 :]:
                 path = self.router.gateway_path(zone, ga, gb)
-                self.route("zoneRoute", path, src=za, dst=zb, gw_src=ga, gw_dst=gb)
+                if direct_a and direct_b:
+                    self.route("zoneRoute", path, src=za, dst=zb, gw_src=ga, gw_dst=gb)
+                else:
+                    # SimGrid 4.1 descends from a gateway by asking the gateway's own zone for a
+                    # zone-to-router route, which cannot be declared; a bypass route instead has
+                    # both legs resolved recursively. Bypass routes are one-way: write both.
+                    self.route("bypassZoneRoute", path, src=za, dst=zb, gw_src=ga, gw_dst=gb)
+                    self.route("bypassZoneRoute", path[::-1], src=zb, dst=za, gw_src=gb, gw_dst=ga)
 
 
 def compile_platform(

@@ -24,7 +24,7 @@ _LAYER = {
     ("xpu", None): 5,
     ("memory", None): 6,
 }
-_COLOR = {"switch": "#8c8c8c", "xpu": "#d62728", "memory": "#1f77b4"}
+_COLOR = {"switch": "#8c8c8c", "cxl_switch": "#17becf", "xpu": "#d62728", "memory": "#1f77b4", "cxl_type3": "#9edae5"}
 _DEVICE_COLORS = ["#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#e377c2"]
 
 
@@ -72,10 +72,17 @@ def draw_topology(
     size = max(2.0, min(60.0, 6000.0 / max(n_nodes, 1)))
     devices = sorted({d for _, d in topology.nodes(data="device") if d})
     dev_color = {d: _DEVICE_COLORS[i % len(_DEVICE_COLORS)] for i, d in enumerate(devices)}
-    colors = [
-        dev_color.get(data.get("device"), _COLOR["xpu"]) if data.get("kind") == "xpu" else _COLOR.get(data.get("kind"))
-        for _, data in topology.nodes(data=True)
-    ]
+
+    def color(data: dict) -> str:
+        if data.get("kind") == "xpu":
+            return dev_color.get(data.get("device"), _COLOR["xpu"])
+        if data.get("switch_kind") == "cxl":
+            return _COLOR["cxl_switch"]
+        if data.get("memory_kind") == "cxl_type3":
+            return _COLOR["cxl_type3"]
+        return _COLOR[data.get("kind", "switch")]
+
+    colors = [color(data) for _, data in topology.nodes(data=True)]
     edge_colors = ["#1f77b4" if k == "cxl" else "#bbbbbb" for _, _, k in topology.edges(data="link_kind")]
     nx.draw_networkx_edges(topology, pos, ax=ax, width=0.3, alpha=0.5, edge_color=edge_colors)
     nx.draw_networkx_nodes(topology, pos, ax=ax, node_size=size, node_color=colors, linewidths=0)
@@ -88,8 +95,10 @@ def draw_topology(
 
     handles = [Line2D([], [], marker="o", ls="", color=c, label=d) for d, c in dev_color.items()]
     handles += [
-        Line2D([], [], marker="o", ls="", color=_COLOR["memory"], label="memory"),
+        Line2D([], [], marker="o", ls="", color=_COLOR["memory"], label="host memory"),
+        Line2D([], [], marker="o", ls="", color=_COLOR["cxl_type3"], label="CXL Type 3"),
         Line2D([], [], marker="o", ls="", color=_COLOR["switch"], label="switch"),
+        Line2D([], [], marker="o", ls="", color=_COLOR["cxl_switch"], label="CXL switch"),
         Line2D([], [], color="#1f77b4", label="CXL link"),
     ]
     ax.legend(handles=handles, loc="upper right", fontsize=7)

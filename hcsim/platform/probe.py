@@ -64,15 +64,16 @@ def _summary(path: str) -> PlatformSummary:
     elapsed = time.perf_counter() - t0
     hosts = engine.all_hosts
     kinds = [h.get_property("kind") for h in hosts]
-    netpoints = engine.all_netpoints if hasattr(engine, "all_netpoints") else []
-    routers = sum(1 for np in netpoints if np.is_router()) if netpoints else -1
+    # the bindings expose no NetPoint kind: netpoints are hosts, routers and zones
+    routers = len(engine.all_netpoints) - len(hosts) - len(engine.all_netzones)
     return PlatformSummary(
         path=path,
         hosts=len(hosts),
         xpus=kinds.count("xpu"),
         memories=kinds.count("memory"),
         routers=routers,
-        links=len(engine.all_links),
+        # a full-duplex link is two SimGrid links, NAME_UP and NAME_DOWN: count it once
+        links=sum(1 for link in engine.all_links if link.name.endswith("_UP")),
         load_seconds=elapsed,
     )
 
@@ -124,9 +125,11 @@ def simulate_compute(path: str | os.PathLike[str], host: str, flops: float) -> f
 
 def _route(path: str, src: str, dst: str) -> tuple[list[str], float]:
     simgrid = import_simgrid()
-    _load(path)
+    engine = _load(path)  # keep the engine alive while its hosts are used
     links, latency = simgrid.Host.by_name(src).route_to(simgrid.Host.by_name(dst))
-    return [link.name for link in links], latency
+    names = [link.name for link in links]
+    del engine
+    return names, latency
 
 
 def simgrid_route(path: str | os.PathLike[str], src: str, dst: str) -> tuple[list[str], float]:
