@@ -75,6 +75,26 @@ def test_two_flows_sharing_a_link_each_get_half(compiled):
         assert t == pytest.approx(expected, rel=REL)
 
 
+def test_unequal_latency_flows_share_in_inverse_proportion_to_latency(compiled):
+    # XPU 4 reaches the NIC over UPI: its path latency l1 exceeds XPU 0's l0. SimGrid's LMM
+    # weighs each flow by 1 / path latency (the paper's CM02 sharing), so on the shared NIC
+    # uplink of bandwidth B the rates are B * l1 / (l0 + l1) and B * l0 / (l0 + l1).
+    topo = noncoherent_system(16)
+    path = compiled(topo)
+    router = Router(topo)
+    flows = [("r00s00.xpu0", "r00s01.xpu0"), ("r00s00.xpu4", "r00s01.xpu4")]
+    l0, l1 = (path_latency(topo, router.path(a, b)) for a, b in flows)
+    assert l0 < l1
+    nic = topo.edges["r00s00.nic", "r00.tor"]["bandwidth"]
+    times = simulate_transfers(path, [(a, b, SIZE) for a, b in flows])
+    # flow 0 sends alone at B from l0 to l1 (flow 1 is still paying its latency), then both
+    # share by weight until flow 0 is done; flow 1 then has the link to itself
+    r0, r1 = nic * l1 / (l0 + l1), nic * l0 / (l0 + l1)
+    t0 = l1 + (SIZE - (l1 - l0) * nic) / r0
+    assert times[0] == pytest.approx(t0, rel=REL)
+    assert times[1] == pytest.approx(t0 + (SIZE - (t0 - l1) * r1) / nic, rel=REL)
+
+
 def test_opposite_directions_do_not_share_full_duplex_links(compiled):
     topo = cxl_system(16)
     path = compiled(topo)

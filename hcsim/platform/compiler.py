@@ -12,10 +12,13 @@ What becomes what
   ``lanes x bandwidth``: when every flow on the bundle is capped by its own endpoint
   link (the paper's use: four PCIe links so four XPUs reach host memory without
   blocking) the max-min shares are the same as with pinned parallel links.
-* The network model is CM02 with ``network/TCP-gamma:0`` and ``network/crosstraffic:0``
-  (paper eq. 2): a lone transfer takes exactly sum(latencies) + size / bottleneck
-  bandwidth, concurrent flows share links max-min fairly. Written as ``<config>`` so
-  that whoever loads the file gets the same semantics.
+* The network model is SimGrid's ``raw`` (CM02 without correction factors, TCP gamma
+  or cross-traffic): a lone transfer takes exactly sum(latencies) + size / bottleneck
+  bandwidth (paper eq. 2). Concurrent flows share links by SimGrid's weighted max-min
+  (LMM): a flow's weight is 1 / (its path latency), as in the paper's CM02, so flows
+  of equal path latency share a link evenly and otherwise in inverse proportion to
+  their path latencies (TCP RTT-unfairness; SimGrid 4.1 applies it in every CM02-family
+  model). Written as ``<config>`` so that whoever loads the file gets the same semantics.
 
 Routing representation (why it scales)
 --------------------------------------
@@ -63,8 +66,7 @@ from hcsim.platform.topology import Topology
 __all__ = ["check_output_path", "compile_platform", "CompileStats", "NETWORK_CONFIG", "link_id", "zone_id"]
 
 NETWORK_CONFIG = {
-    "network/model": "CM02",
-    "network/TCP-gamma": "0",
+    "network/model": "raw",
     "network/crosstraffic": "0",
 }
 ROOT_ZONE = "hcsim"
