@@ -78,6 +78,13 @@ def test_pinned_route_wins():
         topo.set_route("xpu0", "xpu2", ["xpu0", "xpu2"])
 
 
+def test_pinned_route_across_zones_is_refused():
+    topo = leaf_spine(2, 1, 1)
+    topo.set_route("leaf0.xpu0", "leaf1.xpu0", ["leaf0.xpu0", "leaf0.switch", "spine0", "leaf1.switch", "leaf1.xpu0"])
+    with pytest.raises(HcsimError, match="joins two zones"):
+        Router(topo)
+
+
 def test_disconnected_pair_is_named():
     t = Topology()
     for n in "ab":

@@ -25,7 +25,7 @@ Rules, identical for every caller (the compiler, the tests, the engine):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import cache, lru_cache
+from functools import lru_cache
 from itertools import pairwise
 
 import networkx as nx
@@ -56,7 +56,13 @@ class Router:
         self.members: dict[str, list[str]] = {z: [] for z in self.tree}
         for n, z in self._zone_of.items():
             self.members[z].append(n)
+        for (src, dst), _ in self.pinned.items():
+            if self._zone_of.get(src) != self._zone_of.get(dst):
+                raise HcsimError(
+                    f"pinned route '{src}'->'{dst}' joins two zones (valid: a route between hosts of one zone)"
+                )
         self.path = lru_cache(maxsize=None)(self._path)  # type: ignore[method-assign]
+        self.zone_graph = lru_cache(maxsize=None)(self._zone_graph)  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ graphs
     def _graph(self, nodes: Iterable[str]) -> nx.Graph:
@@ -93,7 +99,7 @@ class Router:
             out[t] = paths[t]
         return out
 
-    def zone_graph(self, zone: str) -> nx.Graph:
+    def _zone_graph(self, zone: str) -> nx.Graph:
         """Graph over which routes inside ``zone`` are computed (see module docstring)."""
         own = self.members[zone]
         children = self.tree[zone]
@@ -153,12 +159,8 @@ class Router:
         if a == b:
             return [a]
         lo, hi = (a, b) if a < b else (b, a)
-        p = self.shortest_paths(self._leaf_graph(zone), lo, [hi])[hi]
+        p = self.shortest_paths(self.zone_graph(zone), lo, [hi])[hi]
         return p if lo == a else p[::-1]
-
-    @cache  # noqa: B019 - one Router per topology, freed with it
-    def _leaf_graph(self, zone: str) -> nx.Graph:
-        return self.zone_graph(zone)
 
     def links(self, src: str, dst: str) -> list[tuple[str, str]]:
         """The route as a list of links (u, v) in travel order."""
