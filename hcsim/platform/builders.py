@@ -137,7 +137,7 @@ def _server(
     link(f"{p}.nic", tor, links["nic_to_tor"], "ethernet")
     for i in range(XPUS_PER_SERVER):
         x = f"{p}.xpu{i}"
-        topo.add_xpu(x, kind, zone=zone, rank=first_rank + i)
+        topo.add_xpu(x, kind, zone=zone, rank=first_rank + i, host_memory=f"{p}.dram{i // XPUS_PER_PCIE_SWITCH}")
         link(x, f"{p}.pcie{i // XPUS_PER_PCIE_SWITCH}", links["pcie"], "pcie")
         link(x, f"{p}.xsw", links["xpu"], "xpu")
     return p
@@ -188,6 +188,7 @@ def paper_system(
                 for i in range(XPUS_PER_SERVER):
                     t3 = f"{p}.t3_{i}"
                     topo.add_memory(t3, "inf", "cxl_type3", zone=zone)
+                    topo.nodes[f"{p}.xpu{i}"]["cxl_memory"] = t3
                     topo.add_link(f"{p}.xpu{i}", leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")
                     topo.add_link(t3, leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")
                 topo.add_link(leaf, f"{rz}.cxl", cxl.bandwidth, cxl.latency, link_kind="cxl")

@@ -70,6 +70,17 @@ NETWORK_CONFIG = {
     "network/crosstraffic": "0",
 }
 ROOT_ZONE = "hcsim"
+#: XPU attributes written as host properties (the engine reads them from the platform)
+XPU_PROPERTIES = (
+    "device",
+    "fp16_flops",
+    "fp32_flops",
+    "memory",
+    "memory_bandwidth",
+    "rank",
+    "host_memory",
+    "cxl_memory",
+)
 SWITCH_ZONE = ".switches"
 
 
@@ -134,7 +145,7 @@ class _Writer:
         props: dict[str, str] = {"kind": data["kind"]}
         if data["kind"] == "xpu":
             speed = data[f"{self.precision}_flops"]
-            for key in ("device", "fp16_flops", "fp32_flops", "memory", "memory_bandwidth", "rank"):
+            for key in XPU_PROPERTIES:
                 if key in data:
                     props[key] = _num(data[key]) if isinstance(data[key], (int, float)) else str(data[key])
             props["precision"] = self.precision

@@ -8,7 +8,9 @@ and checks:
 node      attributes (SI units: flop/s, bytes, bytes/s, seconds)
 ========  ==========================================================================
 xpu       ``device``, ``fp16_flops``, ``fp32_flops``, ``memory`` (local HBM capacity),
-          ``memory_bandwidth``; optional ``rank`` (position among the XPUs)
+          ``memory_bandwidth``; optional ``rank`` (position among the XPUs),
+          ``host_memory`` / ``cxl_memory`` (the memory node that holds its data when
+          local memory is full, in a non-coherent / coherent run)
 memory    ``capacity`` (may be ``inf``), ``memory_kind`` (host_dram, cxl_type3, hbm)
 switch    ``switch_kind`` (pcie, xpu, cxl, nic, tor, core, cpu, generic)
 ========  ==========================================================================

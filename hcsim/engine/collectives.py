@@ -1,0 +1,92 @@
+"""Collectives as flows between hosts, with the dependencies of their algorithm.
+
+A :class:`FlowPlan` lists point-to-point flows (src, dst, bytes) and, for each flow,
+how many earlier flows it waits for and which flows wait for it. The engine starts
+the flows whose count is zero, and each completion may release others; the flows of
+one step really run at once and contend with all other traffic on the platform.
+
+* ring allreduce (N ranks, S bytes): 2(N-1) steps; in step j rank i sends S/N bytes to
+  rank i+1, once it has sent its step j-1 chunk and received rank i-1's. On a uniform
+  ring of latency L and bandwidth B it takes 2(N-1)(L + S/(N B)).
+* coherent ring allreduce (paper Sec. 5.4): the reduce-scatter half only, N-1 steps:
+  the averaged gradient must exist *somewhere* in coherent memory, not on every XPU.
+* reduce_scatter, allgather (ring): N-1 steps of S/N.
+* broadcast, reduce (chain): S bytes hop by hop from the first rank along the list
+  (broadcast), or to the first rank from the last (reduce): N-1 sequential flows.
+* alltoall (direct): every rank sends S/N to every other rank at once.
+* p2p: one flow of S from scope[0] to scope[1].
+
+Chunk sizes are rounded to whole bytes (SimGrid transfers integers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["FlowPlan", "plan"]
+
+
+@dataclass
+class FlowPlan:
+    """Flows of one communication vertex: endpoints, sizes and dependency counts."""
+
+    src: list[str]
+    dst: list[str]
+    size: list[int]
+    waits: list[int]  # number of flows each flow waits for
+    releases: list[list[int]]  # flows each flow's completion counts down
+    steps: int
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def _ring(ranks: list[str], chunk: int, steps: int) -> FlowPlan:
+    n = len(ranks)
+    src, dst, size, waits, releases = [], [], [], [], []
+    for j in range(steps):
+        for i in range(n):
+            src.append(ranks[i])
+            dst.append(ranks[(i + 1) % n])
+            size.append(chunk)
+            waits.append(0 if j == 0 else 2)
+            rel = []
+            if j + 1 < steps:
+                rel.append((j + 1) * n + i)  # my next send waits for this send
+                rel.append((j + 1) * n + (i + 1) % n)  # the receiver's next send waits for this chunk
+            releases.append(rel)
+    return FlowPlan(src, dst, size, waits, releases, steps)
+
+
+def _chain(order: list[str], nbytes: int) -> FlowPlan:
+    k = len(order) - 1
+    return FlowPlan(
+        src=order[:-1],
+        dst=order[1:],
+        size=[nbytes] * k,
+        waits=[0] + [1] * (k - 1),
+        releases=[[i + 1] for i in range(k - 1)] + [[]],
+        steps=k,
+    )
+
+
+def plan(kind: str, algorithm: str, scope: list[str], nbytes: float) -> FlowPlan:
+    """The flows of a communication vertex (kinds and algorithms as in the workload graph)."""
+    n = len(scope)
+    whole = int(round(nbytes))
+    chunk = int(round(nbytes / n))
+    if kind == "p2p":
+        return FlowPlan([scope[0]], [scope[1]], [whole], [0], [[]], 1)
+    if kind == "allreduce":
+        return _ring(scope, chunk, (n - 1) if algorithm == "coherent_ring" else 2 * (n - 1))
+    if kind in ("reduce_scatter", "allgather"):
+        return _ring(scope, chunk, n - 1)
+    if kind == "broadcast":
+        return _chain(scope, whole)
+    if kind == "reduce":
+        return _chain(scope[::-1], whole)
+    if kind == "alltoall":
+        pairs = [(a, b) for a in scope for b in scope if a != b]
+        m = len(pairs)
+        return FlowPlan([a for a, _ in pairs], [b for _, b in pairs], [chunk] * m, [0] * m, [[] for _ in pairs], 1)
+    raise ValueError(f"unknown communication kind {kind!r}")

@@ -1,0 +1,83 @@
+"""Memory semantics (paper Fig. 3): where an operator's data lives, and what that costs.
+
+A *placement policy* decides, for each compute vertex, whether its data is local (in
+the XPU's own memory) or remote, and if remote on which memory host. Data comes in
+blocks: a vertex works on block ``data`` (default: its own name), so a layer's forward
+and backward passes share one placement. The default, :func:`fill_local_first`, walks
+each XPU's compute vertices in graph order and keeps a block local while the running
+sum of block footprints fits in the XPU's memory capacity; the rest live in the XPU's
+remote memory: its CXL Type 3 device in a
+coherent run, the host DRAM behind its CPU otherwise (host properties ``cxl_memory``
+and ``host_memory``; failing those, the nearest memory host of that kind). A policy is
+any callable ``(xpu_info, vertices, coherent) -> {vertex: memory host or None}``.
+
+Costs, for an operator of F flops touching M bytes on an XPU of rate R (at the
+operator's precision) and local bandwidth W:
+
+* local (roofline): max(F / R, M / W) on the XPU;
+* non-coherent remote: copy M bytes remote -> local over the platform, then the local
+  roofline time (the two in sequence);
+* coherent remote: F / R on the XPU *and* M bytes remote -> XPU over the platform, at
+  the same time; the operator ends when both have ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hcsim.errors import HcsimError
+
+__all__ = ["XpuInfo", "Placement", "fill_local_first", "all_local"]
+
+
+@dataclass
+class XpuInfo:
+    """What the engine knows of an XPU, read from the platform's host properties."""
+
+    name: str
+    speed: float  # SimGrid host speed (flop/s at the platform's precision)
+    fp16: float
+    fp32: float
+    capacity: float
+    bandwidth: float
+    host_memory: str | None
+    cxl_memory: str | None
+
+    def rate(self, precision: str) -> float:
+        return self.fp16 if precision == "fp16" else self.fp32
+
+    def remote(self, coherent: bool) -> str | None:
+        return self.cxl_memory if coherent else self.host_memory
+
+
+Placement = Callable[[XpuInfo, list[tuple[str, dict]], bool], dict[str, str | None]]
+
+
+def fill_local_first(xpu: XpuInfo, vertices: list[tuple[str, dict]], coherent: bool) -> dict[str, str | None]:
+    """Local while the footprints fit (graph order); the rest in the XPU's remote memory."""
+    used = 0.0
+    out: dict[str, str | None] = {}
+    block_local: dict[str, bool] = {}
+    for name, data in vertices:
+        block = data.get("data", name)
+        if block not in block_local:
+            used += data.get("footprint", data.get("mem_bytes", 0.0))
+            block_local[block] = used <= xpu.capacity
+        if block_local[block]:
+            out[name] = None
+            continue
+        remote = xpu.remote(coherent)
+        if remote is None:
+            need = "cxl_memory (a coherent run needs a CXL memory)" if coherent else "host_memory"
+            raise HcsimError(
+                f"vertex '{name}' does not fit in the memory of XPU '{xpu.name}' ({xpu.capacity:.4g} B) "
+                f"and the XPU has no {need} to hold it (valid: a platform whose XPUs name one)"
+            )
+        out[name] = remote
+    return out
+
+
+def all_local(xpu: XpuInfo, vertices: list[tuple[str, dict]], coherent: bool) -> dict[str, str | None]:
+    """Everything in local memory, whatever the capacity (an idealized baseline)."""
+    return {name: None for name, _ in vertices}

@@ -1,0 +1,137 @@
+"""Workload builders: data-parallel training from a per-rank list of layers.
+
+A model is a list of :class:`Layer` (forward and backward FLOPs and bytes, gradient
+bytes); :func:`data_parallel` replicates it on every rank and adds, per layer, the
+gradient synchronization (an allreduce over all ranks) that the next iteration's
+forward pass of that layer waits for::
+
+    layers = [Layer(f"fc{i}", fwd_flops=2e12, bwd_flops=4e12, fwd_bytes=1e9, bwd_bytes=2e9,
+                    grad_bytes=4e8) for i in range(3)]
+    w = data_parallel(["xpu0", "xpu1"], layers, algorithm="ring")
+
+Per rank and iteration: FP_1 .. FP_L, then BP_L .. BP_1; AR_l (allreduce of layer l's
+gradients) follows BP_l on every rank; FP_l of the next iteration needs AR_l
+(a ``skip_first_iteration`` edge), which closes the training cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hcsim.errors import HcsimError
+from hcsim.workload.graph import Workload
+
+__all__ = ["Layer", "data_parallel", "fig3_example", "allreduce_benchmark"]
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of a model, per rank and per iteration."""
+
+    name: str
+    fwd_flops: float
+    bwd_flops: float
+    fwd_bytes: float = 0.0
+    bwd_bytes: float = 0.0
+    grad_bytes: float = 0.0
+    footprint: float | None = None  # resident bytes (weights, activations...); default fwd + bwd bytes
+
+
+def data_parallel(
+    ranks: list[str],
+    layers: list[Layer],
+    *,
+    algorithm: str = "ring",
+    precision: str = "fp32",
+    batch_per_rank: int = 1,
+    name: str = "data-parallel",
+) -> Workload:
+    """The training graph of ``layers`` replicated on ``ranks`` with per-layer gradient allreduce."""
+    if not ranks:
+        raise HcsimError("data_parallel needs at least one rank")
+    if not layers:
+        raise HcsimError("data_parallel needs at least one layer")
+    w = Workload(name=name, ranks=list(ranks), batch_per_rank=batch_per_rank)
+    w.graph["samples_per_iteration"] = len(ranks) * batch_per_rank
+    w.graph["batches_per_iteration"] = len(ranks)
+    for li, layer in enumerate(layers):
+        fp = layer.footprint if layer.footprint is not None else layer.fwd_bytes + layer.bwd_bytes
+        for r, rank in enumerate(ranks):
+            w.add_compute(
+                f"{rank}/FP{li}:{layer.name}",
+                layer.fwd_flops,
+                rank,
+                precision=precision,
+                mem_bytes=layer.fwd_bytes,
+                footprint=fp,
+                is_start=li == 0,
+                data=f"{rank}/{layer.name}",
+                rank=r,
+                layer=li,
+                phase="forward",
+            )
+    for li in reversed(range(len(layers))):
+        for r, rank in enumerate(ranks):
+            w.add_compute(
+                f"{rank}/BP{li}:{layers[li].name}",
+                layers[li].bwd_flops,
+                rank,
+                precision=precision,
+                mem_bytes=layers[li].bwd_bytes,
+                footprint=0.0,  # the layer's block is counted on its forward vertex
+                data=f"{rank}/{layers[li].name}",
+                rank=r,
+                layer=li,
+                phase="backward",
+            )
+        if len(ranks) > 1 and layers[li].grad_bytes > 0:
+            w.add_comm(
+                f"AR{li}:{layers[li].name}",
+                layers[li].grad_bytes,
+                "allreduce",
+                ranks,
+                algorithm=algorithm,
+                layer=li,
+                phase="sync",
+            )
+    last = len(layers) - 1
+    for r, rank in enumerate(ranks):
+        for li in range(last):
+            w.add_dependency(f"{rank}/FP{li}:{layers[li].name}", f"{rank}/FP{li + 1}:{layers[li + 1].name}")
+        w.add_dependency(f"{rank}/FP{last}:{layers[last].name}", f"{rank}/BP{last}:{layers[last].name}")
+        for li in range(last, 0, -1):
+            w.add_dependency(f"{rank}/BP{li}:{layers[li].name}", f"{rank}/BP{li - 1}:{layers[li - 1].name}")
+        for li, layer in enumerate(layers):
+            bp, fp = f"{rank}/BP{li}:{layer.name}", f"{rank}/FP{li}:{layer.name}"
+            ar = f"AR{li}:{layer.name}"
+            if ar in w:
+                w.add_dependency(bp, ar)
+                w.add_dependency(ar, fp, skip_first_iteration=True)
+            else:
+                w.add_dependency(bp, fp, skip_first_iteration=True)
+    return w
+
+
+def fig3_example(
+    xpus: list[str],
+    *,
+    layer_flops: float = 1e12,
+    layer_bytes: float = 4e9,
+    grad_bytes: float = 1e8,
+    algorithm: str = "ring",
+) -> Workload:
+    """Paper Fig. 3: two XPUs train a 3-layer network with data parallelism."""
+    layers = [
+        Layer(f"L{i + 1}", layer_flops, 2 * layer_flops, layer_bytes, layer_bytes, grad_bytes, layer_bytes)
+        for i in range(3)
+    ]
+    return data_parallel(xpus, layers, algorithm=algorithm, name="fig3")
+
+
+def allreduce_benchmark(ranks: list[str], nbytes: float, algorithm: str = "ring") -> Workload:
+    """One allreduce of ``nbytes`` over ``ranks`` per iteration (iterations run back to back)."""
+    w = Workload(name=f"allreduce-{algorithm}", ranks=list(ranks))
+    w.graph["samples_per_iteration"] = 1
+    w.graph["batches_per_iteration"] = 1
+    w.add_comm("allreduce", nbytes, "allreduce", ranks, algorithm=algorithm, is_start=True)
+    return w
