@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 
 from hcsim.errors import HcsimError
@@ -89,7 +88,7 @@ def _compile_and_report(topo, args: argparse.Namespace) -> int:  # noqa: ANN001
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from hcsim.platform.compiler import check_output_path
+    from hcsim.files import check_output_path
 
     check_output_path(args.output)
     if args.save_graphml:
@@ -102,7 +101,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from hcsim.platform.compiler import check_output_path
+    from hcsim.files import check_output_path
     from hcsim.platform.topology import Topology
 
     check_output_path(args.output)
@@ -121,10 +120,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_draw(args: argparse.Namespace) -> int:
-    from hcsim.platform.compiler import check_output_path
+    from hcsim.files import check_output_path, temporary_beside
     from hcsim.platform.topology import Topology
 
-    directory = check_output_path(args.output)
+    check_output_path(args.output)
     if args.graphml:
         if args.system:
             raise HcsimError("give either a system to build or --graphml FILE, not both")
@@ -133,8 +132,7 @@ def _cmd_draw(args: argparse.Namespace) -> int:
         topo = build_topology(args)
     else:
         raise HcsimError(f"nothing to draw (valid: a system, one of {', '.join(SYSTEMS)}, or --graphml FILE)")
-    fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=".png", dir=directory)
-    os.close(fd)
+    tmp = temporary_beside(args.output, ".png")
     try:
         topo.draw(tmp)
         os.replace(tmp, args.output)
@@ -142,6 +140,67 @@ def _cmd_draw(args: argparse.Namespace) -> int:
         if os.path.exists(tmp):
             os.unlink(tmp)
     print(f"wrote {args.output}: {topo.number_of_nodes()} nodes, {topo.number_of_edges()} links")
+    return 0
+
+
+WORKLOADS = ("allreduce", "coherent-allreduce", "fig3")
+
+
+def _workload(args: argparse.Namespace, xpus: list[str]):  # noqa: ANN202 - returns a Workload
+    from hcsim.units import parse_bytes
+    from hcsim.workload import Workload, allreduce_benchmark, fig3_example
+
+    name = args.workload
+    if name in WORKLOADS:
+        size = parse_bytes(args.bytes, "--bytes")
+        if not size >= 0 or size == float("inf"):
+            raise HcsimError(f"--bytes {args.bytes!r} is invalid (valid: a finite size >= 0, e.g. 1GiB)")
+        if name == "fig3":
+            return fig3_example(xpus[:2])
+        return allreduce_benchmark(xpus, size, "coherent_ring" if name == "coherent-allreduce" else "ring")
+    if not name.endswith(".json") and not os.path.exists(name):
+        raise HcsimError(f"workload {name!r} is unknown (valid: a JSON file or one of {', '.join(WORKLOADS)})")
+    return Workload.from_json(name)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    from hcsim.engine import report, simulate
+    from hcsim.files import check_output_path
+    from hcsim.platform.compiler import compile_platform
+
+    if isinstance(args.iterations, int) and args.iterations < 1:
+        raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer >= 1)")
+    for out in (args.trace, args.csv):
+        if out:
+            check_output_path(out)
+    with tempfile.TemporaryDirectory(prefix="hcsim-run-") as tmp:
+        if args.platform:
+            if args.system:
+                raise HcsimError("give either --platform FILE.xml or --system, not both")
+            platform = args.platform
+            coherent = bool(args.coherent)
+            from hcsim.engine.simulator import platform_xpus
+
+            xpus = platform_xpus(platform)
+        else:
+            if not args.system:
+                raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent)")
+            topo = build_topology(args)
+            platform = os.path.join(tmp, "platform.xml")
+            compile_platform(topo, platform)
+            coherent = args.system == "cxl" if args.coherent is None else args.coherent
+            xpus = topo.xpus()
+        workload = _workload(args, xpus)
+        result = simulate(platform, workload, args.iterations, coherent=coherent)
+    summary = report.summarize(result)
+    if args.trace:
+        report.write_chrome_trace(result, args.trace)
+    if args.csv:
+        report.write_csv(result, args.csv)
+    print(json.dumps(summary, indent=1, sort_keys=True) if args.json else report.format_summary(summary))
     return 0
 
 
@@ -180,6 +239,30 @@ def make_parser() -> argparse.ArgumentParser:
     d.add_argument("--graphml", help="draw a GraphML topology instead of building one")
     d.add_argument("-o", "--output", required=True, help="PNG file to write")
     d.set_defaults(func=_cmd_draw)
+
+    r = sub.add_parser("run", help="run a workload graph on a platform and print its metrics")
+    r.add_argument("--platform", help="platform XML (from 'hcsim platform build')")
+    r.add_argument("--system", choices=SYSTEMS, help="or build this system on the fly")
+    r.add_argument("--xpus", type=int, help="with --system: number of XPUs")
+    r.add_argument("--mix", help="with --system: XPU type(s), e.g. H100+A100")
+    r.add_argument("--cxl-bandwidth", help=argparse.SUPPRESS)
+    r.add_argument("--cxl-latency", help=argparse.SUPPRESS)
+    r.add_argument("--link-bandwidth", help=argparse.SUPPRESS)
+    r.add_argument("--link-latency", help=argparse.SUPPRESS)
+    r.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
+    r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
+    r.add_argument(
+        "--workload", required=True, help=f"workload JSON file (Workload.to_json) or one of {', '.join(WORKLOADS)}"
+    )
+    r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads (default 1GiB)")
+    r.add_argument("--iterations", type=int, required=True, help="iterations to run (>= 1)")
+    coh = r.add_mutually_exclusive_group()
+    coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")
+    coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
+    r.add_argument("--trace", help="write a Chrome/Perfetto trace (JSON)")
+    r.add_argument("--csv", help="write the per-vertex trace as CSV")
+    r.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    r.set_defaults(func=_cmd_run)
 
     demo = sub.add_parser("demo", help="build the CXL system, simulate transfers in SimGrid, draw it")
     demo.add_argument("--xpus", type=int, default=32, help="scale of the demo system (default 32)")

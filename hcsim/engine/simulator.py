@@ -335,6 +335,28 @@ def _deadlock_message(
     )
 
 
+def _xpus_of(path: str) -> list[str]:
+    sg = import_simgrid()
+    engine = new_engine()
+    try:
+        engine.load_platform(path)
+    except Exception as exc:  # noqa: BLE001
+        raise HcsimError(f"SimGrid could not load '{path}': {str(exc).splitlines()[0]}") from None
+    hosts = [h for h in engine.all_hosts if h.get_property("kind") == "xpu"]
+    order = sorted(hosts, key=lambda h: (float(h.get_property("rank") or 0), h.name))
+    names = [h.name for h in order]
+    del sg, engine
+    return names
+
+
+def platform_xpus(platform: str | os.PathLike[str]) -> list[str]:
+    """XPU names of a platform file, in rank order."""
+    path = os.fspath(platform)
+    if not os.path.isfile(path):
+        raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
+    return run_isolated(_xpus_of, path)
+
+
 def simulate(
     platform: str | os.PathLike[str],
     workload: Workload,

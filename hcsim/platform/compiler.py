@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -60,10 +59,11 @@ from typing import Any
 from lxml import etree
 
 from hcsim.errors import HcsimError
+from hcsim.files import temporary_beside
 from hcsim.platform.routing import Router, common_zone
 from hcsim.platform.topology import Topology
 
-__all__ = ["check_output_path", "compile_platform", "CompileStats", "NETWORK_CONFIG", "link_id", "zone_id"]
+__all__ = ["compile_platform", "CompileStats", "NETWORK_CONFIG", "link_id", "zone_id"]
 
 NETWORK_CONFIG = {
     "network/model": "raw",
@@ -110,18 +110,6 @@ def _num(x: float) -> str:
     if isinstance(x, int) and not isinstance(x, bool):
         return str(x)
     return repr(float(x))
-
-
-def check_output_path(path: str) -> str:
-    """Refuse an output path that cannot be written; return its directory."""
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    if not os.path.isdir(directory):
-        raise HcsimError(f"output '{path}': directory '{directory}' does not exist (valid: a writable path)")
-    if not os.access(directory, os.W_OK):
-        raise HcsimError(f"output '{path}': directory '{directory}' is not writable (valid: a writable path)")
-    if os.path.isdir(path):
-        raise HcsimError(f"output '{path}' is a directory (valid: a file path)")
-    return directory
 
 
 class _Writer:
@@ -253,9 +241,7 @@ def compile_platform(
     """
     topology.validate()
     path = os.fspath(path)
-    directory = check_output_path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=".xml.tmp", dir=directory)
-    os.close(fd)
+    tmp = temporary_beside(path, ".xml.tmp")
     try:
         with etree.xmlfile(tmp, encoding="utf-8") as xf:
             xf.write_declaration()
@@ -266,7 +252,6 @@ def compile_platform(
                         xf.write(etree.Element("prop", id=key, value=str(value)))
                 writer = _Writer(topology, precision, xf)
                 writer.zone("")
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -95,7 +95,7 @@ def data_parallel(
                 phase="sync",
             )
     last = len(layers) - 1
-    for r, rank in enumerate(ranks):
+    for rank in ranks:
         for li in range(last):
             w.add_dependency(f"{rank}/FP{li}:{layers[li].name}", f"{rank}/FP{li + 1}:{layers[li + 1].name}")
         w.add_dependency(f"{rank}/FP{last}:{layers[last].name}", f"{rank}/BP{last}:{layers[last].name}")

@@ -1,0 +1,193 @@
+"""What a run tells the user: metrics summary, per-vertex CSV trace, Chrome/Perfetto trace.
+
+Metrics (per iteration, averaged over the XPUs that take part):
+
+* **compute**: time the XPU computes (union of its compute intervals);
+* **communication**: time it takes part in a collective or p2p vertex;
+* **exposed communication**: communication time not hidden behind its compute;
+* **memory stall**: time an operator waits for remote data beyond its compute (the
+  copy before compute when non-coherent; the tail of the remote access when coherent);
+* **throughput**: the workload's ``batches_per_iteration`` and ``samples_per_iteration``
+  (graph attributes) over the mean iteration time: the paper's batch/s and samples/s;
+* **links**: bytes carried by each link direction (from SimGrid's own routes), mean
+  utilization (bytes / (bandwidth x makespan)) and peak utilization (the highest sum of
+  the average rates of the flows crossing it at one time), and the top links by mean
+  utilization: the bottlenecks.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from typing import Any
+
+from hcsim.engine.simulator import RunResult
+from hcsim.files import atomic_write_text
+
+__all__ = ["summarize", "write_csv", "write_chrome_trace", "format_summary", "union_length"]
+
+
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def union_length(intervals: list[tuple[float, float]]) -> float:
+    """Total length covered by ``intervals``."""
+    return sum(b - a for a, b in _union(intervals))
+
+
+def _minus_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Length of union(a) not covered by union(b)."""
+    ua, ub = _union(a), _union(b)
+    total, j = 0.0, 0
+    for s, e in ua:
+        covered = 0.0
+        while j < len(ub) and ub[j][1] <= s:
+            j += 1
+        k = j
+        while k < len(ub) and ub[k][0] < e:
+            covered += min(e, ub[k][1]) - max(s, ub[k][0])
+            k += 1
+        total += (e - s) - covered
+    return total
+
+
+def _link_stats(result: RunResult) -> list[dict[str, Any]]:
+    carried: dict[str, float] = {}
+    events: dict[str, list[tuple[float, float]]] = {}
+    for src, dst, size, start, end in result.flows:
+        rate = size / (end - start) if end > start else 0.0
+        for link in result.routes.get((src, dst), ()):
+            carried[link] = carried.get(link, 0.0) + size
+            ev = events.setdefault(link, [])
+            ev.append((start, rate))
+            ev.append((end, -rate))
+    span = result.makespan or 1.0
+    stats = []
+    for link, nbytes in carried.items():
+        bw = result.link_bandwidth[link]
+        level = peak = 0.0
+        for _, delta in sorted(events[link], key=lambda e: (e[0], e[1])):
+            level += delta
+            peak = max(peak, level)
+        stats.append(
+            {
+                "link": link,
+                "bytes": nbytes,
+                "bandwidth": bw,
+                "mean_utilization": nbytes / (bw * span),
+                "peak_utilization": min(peak / bw, 1.0),
+            }
+        )
+    stats.sort(key=lambda s: (-s["mean_utilization"], s["link"]))
+    return stats
+
+
+def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
+    """The metrics summary of a run (plain data, JSON-ready)."""
+    ends = result.iteration_end
+    times = [b - a for a, b in zip([0.0, *ends[:-1]], ends, strict=True)]
+    mean = sum(times) / len(times)
+    steady = times[1:] or times
+    steady_mean = sum(steady) / len(steady)
+    xpus = sorted(set(result.compute) | set(result.comm) | set(result.stall))
+    k = result.iterations
+    per = {"compute": 0.0, "communication": 0.0, "exposed_communication": 0.0, "memory_stall": 0.0}
+    for x in xpus:
+        c, m, s = result.compute.get(x, []), result.comm.get(x, []), result.stall.get(x, [])
+        per["compute"] += union_length(c)
+        per["communication"] += union_length(m)
+        per["exposed_communication"] += _minus_length(m, c)
+        per["memory_stall"] += union_length(s)
+    n = max(len(xpus), 1)
+    per_iteration = {key: value / n / k for key, value in per.items()}
+    batches = result.graph.get("batches_per_iteration", 1)
+    samples = result.graph.get("samples_per_iteration", batches)
+    links = _link_stats(result) if result.flows else []
+    return {
+        "iterations": k,
+        "coherent": result.coherent,
+        "makespan_s": result.makespan,
+        "iteration_times_s": times,
+        "mean_iteration_s": mean,
+        "steady_iteration_s": steady_mean,
+        "batches_per_s": batches / steady_mean if steady_mean > 0 else float("inf"),
+        "samples_per_s": samples / steady_mean if steady_mean > 0 else float("inf"),
+        "per_xpu_per_iteration_s": per_iteration,
+        "xpus": len(xpus),
+        "activities": result.activities,
+        "remote_vertices": sum(1 for v in result.placement.values() if v is not None),
+        "bytes_on_links": sum(s["bytes"] for s in links),
+        "top_links": links[:top],
+    }
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The summary as the CLI prints it."""
+    per = summary["per_xpu_per_iteration_s"]
+    lines = [
+        f"iterations            {summary['iterations']} ({'coherent' if summary['coherent'] else 'non-coherent'})",
+        f"simulated time        {summary['makespan_s']:.6g} s",
+        f"iteration time        {summary['steady_iteration_s']:.6g} s (first {summary['iteration_times_s'][0]:.6g} s)",
+        f"throughput            {summary['batches_per_s']:.6g} batch/s, {summary['samples_per_s']:.6g} samples/s",
+        "per XPU, per iteration:",
+        f"  compute             {per['compute']:.6g} s",
+        f"  communication       {per['communication']:.6g} s",
+        f"  exposed comm.       {per['exposed_communication']:.6g} s",
+        f"  memory stall        {per['memory_stall']:.6g} s",
+        f"activities simulated  {summary['activities']}",
+        f"operators on remote memory {summary['remote_vertices']}",
+    ]
+    if summary["top_links"]:
+        lines.append("top links (mean / peak utilization, bytes):")
+        for s in summary["top_links"]:
+            lines.append(
+                f"  {s['link']:<40} {s['mean_utilization']:7.1%} / {s['peak_utilization']:7.1%}  {s['bytes']:.4g} B"
+            )
+    return "\n".join(lines)
+
+
+def write_csv(result: RunResult, path: str | os.PathLike[str]) -> None:
+    """Per-vertex trace: vertex, iteration, host, kind, start, end, bytes, flops."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["vertex", "iteration", "host", "kind", "start", "end", "bytes", "flops"])
+    for row in sorted(result.trace, key=lambda r: (r[4], r[5], r[0], r[1])):
+        w.writerow([row[0], row[1], row[2], row[3], repr(row[4]), repr(row[5]), repr(row[6]), repr(row[7])])
+    atomic_write_text(path, buf.getvalue())
+
+
+def write_chrome_trace(result: RunResult, path: str | os.PathLike[str]) -> None:
+    """Chrome Trace Event JSON (opens in Perfetto): a track per XPU and per collective."""
+    tracks: dict[str, int] = {}
+    events: list[dict[str, Any]] = []
+    rows = sorted(result.trace, key=lambda r: (r[4], r[5], r[0], r[1]))
+    for name, it, host, kind, start, end, nbytes, flops in rows:
+        track = host if kind == "compute" else f"{kind}: {name}"
+        tid = tracks.setdefault(track, len(tracks) + 1)
+        events.append(
+            {
+                "name": name,
+                "cat": kind,
+                "ph": "X",
+                "pid": 1,
+                "tid": tid,
+                "ts": start * 1e6,
+                "dur": (end - start) * 1e6,
+                "args": {"iteration": it, "bytes": nbytes, "flops": flops},
+            }
+        )
+    meta = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "hcsim"}}]
+    for track, tid in tracks.items():
+        meta.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": track}})
+        meta.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid, "args": {"sort_index": tid}})
+    doc = {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"generator": "hcsim"}}
+    atomic_write_text(path, json.dumps(doc, sort_keys=True))

@@ -1,0 +1,43 @@
+"""Output files: refuse unwritable paths up front, write atomically (never half a file)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from hcsim.errors import HcsimError
+
+__all__ = ["check_output_path", "atomic_write_text", "temporary_beside"]
+
+
+def check_output_path(path: str | os.PathLike[str]) -> str:
+    """Refuse an output path that cannot be written; return its directory."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(directory):
+        raise HcsimError(f"output '{path}': directory '{directory}' does not exist (valid: a writable path)")
+    if not os.access(directory, os.W_OK):
+        raise HcsimError(f"output '{path}': directory '{directory}' is not writable (valid: a writable path)")
+    if os.path.isdir(path):
+        raise HcsimError(f"output '{path}' is a directory (valid: a file path)")
+    return directory
+
+
+def temporary_beside(path: str | os.PathLike[str], suffix: str = ".tmp") -> str:
+    """A new empty file next to ``path``, to be renamed over it when complete."""
+    fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=suffix, dir=check_output_path(path))
+    os.close(fd)
+    os.chmod(tmp, 0o644)
+    return tmp
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    tmp = temporary_beside(path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,216 @@
+"""The engine against closed forms, with real SimGrid runs."""
+
+import json
+
+import pytest
+
+from hcsim.engine import all_local, simulate
+from hcsim.engine.report import summarize, write_chrome_trace, write_csv
+from hcsim.errors import HcsimError
+from hcsim.platform import Topology, ring
+from hcsim.workload import Workload, allreduce_benchmark, data_parallel, fig3_example
+from hcsim.workload.builders import Layer
+
+REL = 1e-9
+
+
+def uniform_ring(compiled, n, bw=100e9, lat=1e-6):
+    return compiled(ring(n, bandwidth=bw, latency=lat)), ring(n).xpus()
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 16, 32, 64])
+def test_ring_allreduce_takes_2_n_minus_1_steps(compiled, n):
+    path, xpus = uniform_ring(compiled, n)
+    size = 1_000_000 * n  # divisible by n: chunks are whole bytes
+    step = 1e-6 + size / n / 100e9
+    for algorithm, steps in (("ring", 2 * (n - 1)), ("coherent_ring", n - 1)):
+        r = simulate(path, allreduce_benchmark(xpus, size, algorithm), iterations=2, record_flows=False)
+        assert r.iteration_end[0] == pytest.approx(steps * step, rel=REL)
+        assert r.iteration_end[1] == pytest.approx(2 * steps * step, rel=REL)
+
+
+def custom_pair(compiled):
+    """Two XPUs (1 TFLOP/s, 2e11 B local memory at 1e12 B/s) on a switch, each with its own memory."""
+    t = Topology()
+    t.add_switch("sw", "generic")
+    for i in range(2):
+        t.add_xpu(
+            f"x{i}",
+            fp16=2e12,
+            fp32=1e12,
+            memory=2e11,
+            memory_bandwidth=1e12,
+            device="test",
+            rank=i,
+            host_memory=f"m{i}",
+            cxl_memory=f"m{i}",
+        )
+        t.add_memory(f"m{i}", "inf", "cxl_type3")
+        t.add_switch(f"ms{i}", "cxl")
+        t.add_link(f"x{i}", "sw", 1e10, 1e-6)
+        t.add_link(f"x{i}", f"ms{i}", 1e11, 1e-6)
+        t.add_link(f"ms{i}", f"m{i}", 1e15, 0.0)  # the memory device itself: no extra cost that matters
+        t.add_link(f"ms{i}", "sw", 1e9, 1e-3)  # keeps the memories reachable; far too slow to be chosen
+    return compiled(t)
+
+
+def test_compute_vertex_is_roofline_bound(compiled):
+    path = custom_pair(compiled)
+    w = Workload()
+    w.add_compute("a", 3e12, "x0", precision="fp32", mem_bytes=1e9, is_start=True)  # compute bound: 3 s
+    w.add_compute("b", 1e12, "x0", precision="fp16", mem_bytes=1e9)  # 0.5 s at fp16
+    w.add_compute("c", 1e9, "x0", mem_bytes=2e12, footprint=0)  # memory bound: 2 s at 1e12 B/s
+    w.add_dependency("a", "b")
+    w.add_dependency("b", "c")
+    r = simulate(path, w, iterations=1)
+    ends = {row[0]: row[5] for row in r.trace}
+    assert ends["a"] == pytest.approx(3.0, rel=REL)
+    assert ends["b"] == pytest.approx(3.5, rel=REL)
+    assert ends["c"] == pytest.approx(5.5, rel=REL)
+
+
+def test_lone_p2p(compiled):
+    path = custom_pair(compiled)
+    w = Workload()
+    w.add_comm("send", 5e8, "p2p", ["x0", "x1"], is_start=True)
+    r = simulate(path, w, iterations=3)
+    one = 2e-6 + 5e8 / 1e10
+    assert r.iteration_end == pytest.approx([one, 2 * one, 3 * one], rel=REL)
+
+
+def test_two_collectives_sharing_a_link_slow_each_other(compiled):
+    # a, b on switch s1; c, d on s2; s1 -- s2 is the bottleneck (10 GB/s), host links 100 GB/s
+    t = Topology()
+    for s in ("s1", "s2"):
+        t.add_switch(s, "generic")
+    t.add_link("s1", "s2", 10e9, 1e-6)
+    for x, s in (("a", "s1"), ("b", "s1"), ("c", "s2"), ("d", "s2")):
+        t.add_xpu(x, "H100")
+        t.add_link(x, s, 100e9, 1e-6)
+    path = compiled(t)
+    size, lat = 2_000_000_000, 3e-6  # path latency a -> c: three links
+    alone = simulate(path, allreduce_benchmark(["a", "c"], size), iterations=1)
+    w = Workload(batches_per_iteration=1)
+    w.add_comm("A", size, "allreduce", ["a", "c"], is_start=True)
+    w.add_comm("B", size, "allreduce", ["b", "d"], is_start=True)
+    both = simulate(path, w, iterations=1)
+    # 2 steps of size/2; alone at 10 GB/s, together each at 5 GB/s (max-min, equal latencies)
+    assert alone.makespan == pytest.approx(2 * (lat + size / 2 / 10e9), rel=REL)
+    ends = {row[0]: row[5] for row in both.trace}
+    assert ends["A"] == pytest.approx(2 * (lat + size / 2 / 5e9), rel=REL)
+    assert ends["B"] == pytest.approx(ends["A"], rel=REL)
+
+
+def test_fig3_local_coherent_noncoherent_by_hand(compiled):
+    """Paper Fig. 3: 2 XPUs, 3 layers; L3 does not fit (capacity 2e11 B = two 1e11 B layers).
+
+    R = 1e12 flop/s, W = 1e12 B/s; a layer: F = 1e12 forward, 2F backward, M = 1e11 B;
+    memory link 1e11 B/s, 1 us; gradients 1e9 B over a 2-hop 1e10 B/s path (1 us per hop).
+      FP (local) = max(1, 0.1) = 1;      BP (local) = max(2, 0.1) = 2
+      remote copy = 1e-6 + 1e11 / 1e11 = 1.000001
+      coherent:     FP3 = max(1, 1.000001) = 1.000001;   BP3 = max(2, 1.000001) = 2
+      non-coherent: FP3 = 1.000001 + 1 = 2.000001;     BP3 = 1.000001 + 2 = 3.000001
+      allreduce (2 ranks) = 2 x (2e-6 + 5e8 / 1e10) = 0.100004, exposed only after BP1
+    """
+    path = custom_pair(compiled)
+    w = fig3_example(["x0", "x1"], layer_flops=1e12, layer_bytes=1e11, grad_bytes=1e9)
+    ar = 2 * (2e-6 + 5e8 / 1e10)
+    expected = {
+        "local": 3 * 1 + 3 * 2 + ar,
+        "coherent": 1 + 1 + 1.000001 + 2 + 2 + 2 + ar,
+        "noncoherent": 1 + 1 + 2.000001 + 3.000001 + 2 + 2 + ar,
+    }
+    got = {
+        "local": simulate(path, w, 2, placement=all_local),
+        "coherent": simulate(path, w, 2, coherent=True),
+        "noncoherent": simulate(path, w, 2, coherent=False),
+    }
+    for mode, r in got.items():
+        assert r.iteration_end[0] == pytest.approx(expected[mode], rel=REL), mode
+        assert r.iteration_end[1] == pytest.approx(2 * expected[mode], rel=REL), mode
+    assert expected["local"] < expected["coherent"] <= expected["noncoherent"]
+    stall = summarize(got["noncoherent"])["per_xpu_per_iteration_s"]["memory_stall"]
+    assert stall == pytest.approx(2 * 1.000001, rel=1e-6)  # the copies of FP3 and BP3
+
+
+def test_deadlock_is_named(compiled):
+    path = custom_pair(compiled)
+    w = Workload()
+    w.add_compute("A", 1e9, "x0", is_start=True)
+    w.add_compute("B", 1e9, "x0")
+    w.add_compute("C", 1e9, "x1")
+    w.add_dependency("A", "B")
+    w.add_dependency("C", "B")
+    w.add_dependency("B", "C")  # B and C wait for each other, and no edge skips the first iteration
+    with pytest.raises(
+        HcsimError, match=r"deadlock.*'B' \(iteration 1\) waits for 'C'.*'C' \(iteration 1\) waits for 'B'"
+    ):
+        simulate(path, w, iterations=2)
+
+
+def test_traces_are_deterministic_and_valid(compiled, tmp_path):
+    path, xpus = uniform_ring(compiled, 4)
+    layers = [Layer(f"l{i}", 1e12, 2e12, 1e9, 1e9, 4e8) for i in range(2)]
+    w = data_parallel(xpus, layers)
+    outputs = []
+    for run in range(2):
+        r = simulate(path, w, iterations=2)
+        write_csv(r, tmp_path / f"t{run}.csv")
+        write_chrome_trace(r, tmp_path / f"t{run}.json")
+        outputs.append(((tmp_path / f"t{run}.csv").read_bytes(), (tmp_path / f"t{run}.json").read_bytes()))
+    assert outputs[0] == outputs[1]
+    doc = json.loads(outputs[0][1])
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    assert set(xpus) <= names  # a track per XPU
+    assert {n for n in names if n.startswith("allreduce")} == {"allreduce: AR0:l0", "allreduce: AR1:l1"}
+    header = outputs[0][0].decode().splitlines()[0]
+    assert header == "vertex,iteration,host,kind,start,end,bytes,flops"
+
+
+def test_summary_reports_links_and_throughput(compiled):
+    path, xpus = uniform_ring(compiled, 4)
+    r = simulate(path, allreduce_benchmark(xpus, 4e9), iterations=2)
+    s = summarize(r)
+    assert s["batches_per_s"] == pytest.approx(1 / s["steady_iteration_s"])
+    top = s["top_links"][0]
+    # every ring link direction carries 2(N-1) chunks of S/N per iteration
+    assert top["bytes"] == pytest.approx(2 * 2 * 3 * 1e9)
+    # busy every step except its latency: utilization = (S/N/B) / (L + S/N/B), mean and peak alike
+    busy = (1e9 / 100e9) / (1e-6 + 1e9 / 100e9)
+    assert top["mean_utilization"] == pytest.approx(busy, rel=1e-9)
+    assert top["peak_utilization"] == pytest.approx(busy, rel=1e-9)
+
+
+def test_workload_json_round_trip(tmp_path):
+    w = fig3_example(["x0", "x1"])
+    w.to_json(tmp_path / "w.json")
+    back = Workload.from_json(tmp_path / "w.json")
+    assert dict(back.nodes(data=True)) == dict(w.nodes(data=True))
+    assert {(u, v): d for u, v, d in back.edges(data=True)} == {(u, v): d for u, v, d in w.edges(data=True)}
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda w: w.add_compute("z", -1.0, "x0"), "flops must be a finite number >= 0"),
+        (lambda w: w.add_comm("z", -5, "p2p", ["x0", "x1"]), "bytes must be a finite number >= 0"),
+        (lambda w: w.add_comm("z", 5, "allreduce", ["x0", "x0"]), "rank 'x0' is repeated"),
+        (lambda w: w.add_comm("z", 5, "gossip", ["x0", "x1"]), "kind 'gossip' is unknown"),
+        (lambda w: w.add_comm("z", 5, "allreduce", ["x0", "x1"], algorithm="tree"), "algorithm 'tree' is unknown"),
+        (lambda w: w.add_compute("z", 1.0, "x0", precision="int8"), "precision 'int8' is unknown"),
+    ],
+)
+def test_bad_vertices(build, message):
+    with pytest.raises(HcsimError, match=message):
+        build(Workload())
+
+
+def test_vertex_on_a_non_xpu_host_is_refused(compiled):
+    path = custom_pair(compiled)
+    for where, message in (("m0", "not an XPU"), ("nowhere", "unknown host")):
+        w = Workload()
+        w.add_compute("a", 1e9, where, is_start=True)
+        with pytest.raises(HcsimError, match=f"'a' is placed on '{where}', .*{message}"):
+            simulate(path, w)
+    with pytest.raises(HcsimError, match="iterations 0 is invalid"):
+        simulate(path, w, iterations=0)
