@@ -1,0 +1,104 @@
+"""Benchmark: the engine against a bare SimGrid loop on the same ring allreduce.
+
+The bare loop is the least a Python program can do with SimGrid: one actor, the same
+flows with the same step dependencies, ``Comm.sendto_async`` and ``ActivitySet.wait_any``,
+no graph, no trace. The engine runs the allreduce workload graph with full tracing off
+(``record_flows=False``) and on. Each runs in its own process and both are timed
+around SimGrid's run loop only (platform loading excluded on both sides); the script
+prints activities per second and the ratio (goal: engine >= 0.8x the bare loop), and
+checks that both simulated the same flows and the same time.
+
+    python experiments/bench_engine.py [--xpus 64] [--bytes 64MiB] [--iterations 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+from hcsim.engine import simulate
+from hcsim.engine.collectives import plan
+from hcsim.platform import compile_platform, cxl_system, ring
+from hcsim.sg import import_simgrid, new_engine, run_isolated
+from hcsim.units import parse_bytes
+from hcsim.workload import allreduce_benchmark
+
+
+def bare_loop(platform: str, ranks: list[str], nbytes: float, iterations: int) -> tuple[int, float, float]:
+    """(activities, wall seconds, simulated seconds) of a hand-written ring allreduce."""
+    sg = import_simgrid()
+    engine = new_engine()
+    engine.load_platform(platform)
+    fp = plan("allreduce", "ring", ranks, nbytes)
+    hosts = {h: sg.Host.by_name(h) for h in ranks}
+    src = [hosts[h] for h in fp.src]
+    dst = [hosts[h] for h in fp.dst]
+    count = [0]
+
+    def actor() -> None:
+        pending = sg.ActivitySet()
+        for _ in range(iterations):
+            waits = list(fp.waits)
+            index = {}
+            for f, w in enumerate(waits):
+                if w == 0:
+                    c = sg.Comm.sendto_async(src[f], dst[f], fp.size[f])
+                    index[c] = f
+                    pending.push(c)
+            while not pending.empty():
+                c = pending.wait_any()
+                count[0] += 1
+                for g in fp.releases[index.pop(c)]:
+                    waits[g] -= 1
+                    if waits[g] == 0:
+                        n = sg.Comm.sendto_async(src[g], dst[g], fp.size[g])
+                        index[n] = g
+                        pending.push(n)
+
+    sg.Actor.create("bare", hosts[ranks[0]], actor)
+    t0 = time.perf_counter()
+    engine.run()
+    return count[0], time.perf_counter() - t0, sg.Engine.clock
+
+
+def engine_run(
+    platform: str, ranks: list[str], nbytes: float, iterations: int, record: bool
+) -> tuple[int, float, float]:
+    r = simulate(platform, allreduce_benchmark(ranks, nbytes), iterations, record_flows=record)
+    return r.activities, r.wall_seconds, r.makespan
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--system", choices=("ring", "cxl"), default="ring")
+    parser.add_argument("--xpus", type=int, default=64)
+    parser.add_argument("--bytes", default="64MiB")
+    parser.add_argument("--iterations", type=int, default=10)
+    args = parser.parse_args()
+    nbytes = parse_bytes(args.bytes)
+    topo = ring(args.xpus, bandwidth="100GBps", latency="1us") if args.system == "ring" else cxl_system(args.xpus)
+    ranks = topo.xpus()
+    with tempfile.TemporaryDirectory() as tmp:
+        platform = os.path.join(tmp, "p.xml")
+        compile_platform(topo, platform)
+        b_count, b_wall, b_sim = run_isolated(bare_loop, platform, ranks, nbytes, args.iterations)
+        e_count, e_wall, e_sim = engine_run(platform, ranks, nbytes, args.iterations, record=False)
+        t_count, t_wall, t_sim = engine_run(platform, ranks, nbytes, args.iterations, record=True)
+    assert b_count == e_count == t_count, (b_count, e_count, t_count)
+    assert abs(b_sim - e_sim) <= 1e-9 * b_sim and abs(b_sim - t_sim) <= 1e-9 * b_sim, (b_sim, e_sim, t_sim)
+    print(
+        f"ring allreduce of {args.bytes} over {len(ranks)} XPUs ({args.system}), {args.iterations} iterations: "
+        f"{b_count} flows, simulated {b_sim:.6g} s by both"
+    )
+    print(f"bare SimGrid loop   {b_count / b_wall:10.0f} activities/s  ({b_wall:.2f} s)")
+    print(f"engine              {e_count / e_wall:10.0f} activities/s  ({e_wall:.2f} s)")
+    print(f"engine + flow trace {t_count / t_wall:10.0f} activities/s  ({t_wall:.2f} s)")
+    print(f"ratio engine / bare {b_wall / e_wall:.2f}x (goal >= 0.8x); with flow trace {b_wall / t_wall:.2f}x")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""hcsim run as a user runs it."""
+
+import json
+
+import pytest
+from test_cli import assert_one_line_error, run
+
+from hcsim.workload import fig3_example
+
+
+def test_run_on_a_built_system_writes_traces(tmp_path):
+    trace, table = tmp_path / "t.json", tmp_path / "t.csv"
+    r = run(
+        "run",
+        "--system",
+        "cxl",
+        "--xpus",
+        16,
+        "--workload",
+        "fig3",
+        "--iterations",
+        2,
+        "--trace",
+        trace,
+        "--csv",
+        table,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "batch/s" in r.stdout and "exposed comm." in r.stdout
+    doc = json.loads(trace.read_text())
+    tracks = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    assert {"r00s00.xpu0", "r00s00.xpu1"} <= tracks
+    assert table.read_text().startswith("vertex,iteration,host,kind,start,end,bytes,flops\n")
+
+
+def test_run_json_on_a_platform_file(tmp_path):
+    xml = tmp_path / "p.xml"
+    assert run("platform", "build", "noncoherent", "--xpus", 16, "-o", xml).returncode == 0
+    r = run("run", "--platform", xml, "--workload", "allreduce", "--bytes", "16MiB", "--iterations", 3, "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["iterations"] == 3 and summary["coherent"] is False
+    assert summary["top_links"][0]["link"].startswith(("r00s00", "r00s01", "r00."))
+
+
+def workload_file(tmp_path, mutate):
+    w = fig3_example(["r00s00.xpu0", "r00s00.xpu1"])
+    path = tmp_path / "w.json"
+    w.to_json(path)
+    doc = json.loads(path.read_text())
+    mutate(doc)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _node(doc, name):
+    return next(n for n in doc["nodes"] if n["id"] == name)
+
+
+@pytest.mark.parametrize(
+    "mutate, needles",
+    [
+        (
+            lambda d: _node(d, "r00s00.xpu0/FP0:L1").update(location="r00s00.dram0"),
+            ["is placed on 'r00s00.dram0'", "not an XPU"],
+        ),
+        (lambda d: _node(d, "r00s00.xpu0/FP0:L1").update(location="gpu9"), ["'gpu9'", "unknown host"]),
+        (lambda d: _node(d, "r00s00.xpu0/FP0:L1").update(flops=-1), ["flops must be a finite number >= 0"]),
+        (lambda d: _node(d, "AR0:L1").update(bytes=-1), ["bytes must be a finite number >= 0"]),
+        (lambda d: _node(d, "AR0:L1").update(scope=["r00s00.xpu0", "r00s00.xpu0"]), ["rank 'r00s00.xpu0' is repeated"]),
+        (lambda d: _node(d, "AR0:L1").update(scope=["r00s00.xpu0", "ghost"]), ["'ghost'", "unknown host"]),
+        (lambda d: _node(d, "AR0:L1").update(kind="gossip"), ["kind 'gossip' is unknown"]),
+        (lambda d: _node(d, "AR0:L1").update(algorithm="tree"), ["algorithm 'tree' is unknown"]),
+    ],
+)
+def test_bad_workloads(tmp_path, mutate, needles):
+    path = workload_file(tmp_path, mutate)
+    r = run(
+        "run", "--system", "cxl", "--xpus", 8, "--workload", path, "--iterations", 1, "--trace", tmp_path / "o.json"
+    )
+    assert_one_line_error(r, *needles)
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_bad_iterations_and_malformed_json(tmp_path):
+    assert_one_line_error(
+        run("run", "--system", "cxl", "--xpus", 8, "--workload", "fig3", "--iterations", 0), "--iterations 0"
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert_one_line_error(
+        run("run", "--system", "cxl", "--xpus", 8, "--workload", bad, "--iterations", 1), "not valid JSON"
+    )
+    assert_one_line_error(
+        run("run", "--system", "cxl", "--xpus", 8, "--workload", "bert", "--iterations", 1),
+        "workload 'bert' is unknown",
+    )
+
+
+def test_deadlocking_workload_stops_with_a_named_error(tmp_path):
+    def cycle(doc):
+        for e in doc["edges"]:
+            e["skip_first_iteration"] = False  # the training cycle now has no way in
+        for n in doc["nodes"]:
+            n["is_start"] = False
+        _node(doc, "r00s00.xpu0/FP0:L1")["is_start"] = True
+        doc["edges"] = [e for e in doc["edges"] if e["target"] != "r00s00.xpu0/FP0:L1"]
+
+    r = run("run", "--system", "cxl", "--xpus", 8, "--workload", workload_file(tmp_path, cycle), "--iterations", 2)
+    assert_one_line_error(r, "deadlock", "waits for")
