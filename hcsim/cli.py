@@ -173,7 +173,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if isinstance(args.iterations, int) and args.iterations < 1:
         raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer >= 1)")
-    for out in (args.trace, args.csv):
+    for out in (args.trace, args.csv, args.links):
         if out:
             check_output_path(out)
     with tempfile.TemporaryDirectory(prefix="hcsim-run-") as tmp:
@@ -200,6 +200,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report.write_chrome_trace(result, args.trace)
     if args.csv:
         report.write_csv(result, args.csv)
+    if args.links:
+        report.write_links_csv(result, args.links)
     print(json.dumps(summary, indent=1, sort_keys=True) if args.json else report.format_summary(summary))
     return 0
 
@@ -261,6 +263,7 @@ def make_parser() -> argparse.ArgumentParser:
     coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
     r.add_argument("--trace", help="write a Chrome/Perfetto trace (JSON)")
     r.add_argument("--csv", help="write the per-vertex trace as CSV")
+    r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")
     r.add_argument("--json", action="store_true", help="print the metrics as JSON")
     r.set_defaults(func=_cmd_run)
 

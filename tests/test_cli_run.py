@@ -36,8 +36,24 @@ def test_run_on_a_built_system_writes_traces(tmp_path):
 def test_run_json_on_a_platform_file(tmp_path):
     xml = tmp_path / "p.xml"
     assert run("platform", "build", "noncoherent", "--xpus", 16, "-o", xml).returncode == 0
-    r = run("run", "--platform", xml, "--workload", "allreduce", "--bytes", "16MiB", "--iterations", 3, "--json")
+    links = tmp_path / "links.csv"
+    r = run(
+        "run",
+        "--platform",
+        xml,
+        "--workload",
+        "allreduce",
+        "--bytes",
+        "16MiB",
+        "--iterations",
+        3,
+        "--json",
+        "--links",
+        links,
+    )
     assert r.returncode == 0, r.stderr
+    rows = links.read_text().splitlines()
+    assert rows[0] == "link,bytes,bandwidth,mean_utilization,peak_utilization" and len(rows) > 10
     summary = json.loads(r.stdout)
     assert summary["iterations"] == 3 and summary["coherent"] is False
     assert summary["top_links"][0]["link"].startswith(("r00s00", "r00s01", "r00."))

@@ -26,7 +26,7 @@ from typing import Any
 from hcsim.engine.simulator import RunResult
 from hcsim.files import atomic_write_text
 
-__all__ = ["summarize", "write_csv", "write_chrome_trace", "format_summary", "union_length"]
+__all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length"]
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -162,6 +162,24 @@ def write_csv(result: RunResult, path: str | os.PathLike[str]) -> None:
     w.writerow(["vertex", "iteration", "host", "kind", "start", "end", "bytes", "flops"])
     for row in sorted(result.trace, key=lambda r: (r[4], r[5], r[0], r[1])):
         w.writerow([row[0], row[1], row[2], row[3], repr(row[4]), repr(row[5]), repr(row[6]), repr(row[7])])
+    atomic_write_text(path, buf.getvalue())
+
+
+def write_links_csv(result: RunResult, path: str | os.PathLike[str]) -> None:
+    """Every link direction that carried traffic: bytes, bandwidth, mean and peak utilization."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["link", "bytes", "bandwidth", "mean_utilization", "peak_utilization"])
+    for s in _link_stats(result):
+        w.writerow(
+            [
+                s["link"],
+                repr(s["bytes"]),
+                repr(s["bandwidth"]),
+                repr(s["mean_utilization"]),
+                repr(s["peak_utilization"]),
+            ]
+        )
     atomic_write_text(path, buf.getvalue())
 
 
