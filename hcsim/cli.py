@@ -206,6 +206,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from hcsim.sweep import load_spec, run_sweep
+
+    spec = load_spec(args.spec)
+    report = run_sweep(spec, out=args.out, executor=args.executor, jobs=args.jobs, scheduler=args.scheduler)
+    print(
+        f"{report.out}: {report.total} points, {report.skipped} already done, {report.ok} ok, "
+        f"{report.failed} failed, in {report.seconds:.1f} s"
+    )
+    return 0 if report.failed == 0 else 1
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from hcsim.demo import run_demo
 
@@ -266,6 +278,14 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")
     r.add_argument("--json", action="store_true", help="print the metrics as JSON")
     r.set_defaults(func=_cmd_run)
+
+    sw = sub.add_parser("sweep", help="run a parameter sweep (resumable; local processes or Dask)")
+    sw.add_argument("spec", help="sweep spec (YAML): function, grid, fixed, points, timeout, out")
+    sw.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
+    sw.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (default: a local cluster)")
+    sw.add_argument("-j", "--jobs", type=int, help="parallel points / local Dask workers (default: CPU count)")
+    sw.add_argument("--out", help="results file, JSON lines (default: the spec's 'out')")
+    sw.set_defaults(func=_cmd_sweep)
 
     demo = sub.add_parser("demo", help="build the CXL system, simulate transfers in SimGrid, draw it")
     demo.add_argument("--xpus", type=int, default=32, help="scale of the demo system (default 32)")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,7 +95,13 @@ def _xpu_info(host: Any) -> XpuInfo:
 
 
 def _run(
-    platform: str, workload: Workload, iterations: int, coherent: bool, placement: Placement, record_flows: bool
+    platform: str,
+    workload: Workload,
+    iterations: int,
+    coherent: bool,
+    placement: Placement,
+    record_flows: bool,
+    progress: bool,
 ) -> RunResult:
     sg = import_simgrid()
     engine = new_engine()
@@ -224,10 +231,21 @@ def _run(
         if len(fp) == 0:
             finish(ex, now)
 
+    per_iteration = [0] * iterations
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=iterations, desc="simulating", unit="iteration", file=sys.stderr, leave=False)
+
     def finish(ex: _Exec, now: float) -> None:
         v = ex.v
         running[v] = False
         completed[v] += 1
+        per_iteration[ex.k] += 1
+        if bar is not None and per_iteration[ex.k] == len(names):
+            bar.update(1)
+            bar.set_postfix(simulated=f"{now:.4g} s")
         d = data[v]
         name = names[v]
         if d["type"] == "compute":
@@ -306,6 +324,8 @@ def _run(
     t0 = time.perf_counter()
     engine.run()
     result.wall_seconds = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
 
     missing = [v for v in range(len(names)) if completed[v] < iterations]
     if missing:
@@ -377,11 +397,13 @@ def simulate(
     coherent: bool = True,
     placement: Placement = fill_local_first,
     record_flows: bool = True,
+    progress: bool | None = None,
 ) -> RunResult:
     """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
 
     ``coherent`` chooses the memory semantics of remote data (paper Fig. 3 b/c);
-    ``record_flows`` keeps every flow for link statistics (off for the fastest runs).
+    ``record_flows`` keeps every flow for link statistics (off for the fastest runs);
+    ``progress`` shows a bar of iterations done (default: when stderr is a terminal).
     """
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise HcsimError(f"iterations {iterations!r} is invalid (valid: an integer >= 1)")
@@ -389,4 +411,5 @@ def simulate(
     if not os.path.isfile(path):
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
-    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows)
+    show = sys.stderr.isatty() if progress is None else progress
+    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows, show)
