@@ -1,6 +1,23 @@
 """Parameter sweeps on a local process pool or a Dask cluster: resumable and fault tolerant."""
 
-from hcsim.sweep.runner import SweepReport, read_results, run_point, run_sweep
+from hcsim.sweep.runner import (
+    SweepReport,
+    add_sweep_arguments,
+    read_results,
+    run_point,
+    run_sweep,
+    sweep_from_arguments,
+)
 from hcsim.sweep.spec import Point, SweepSpec, load_spec
 
-__all__ = ["Point", "SweepReport", "SweepSpec", "load_spec", "read_results", "run_point", "run_sweep"]
+__all__ = [
+    "Point",
+    "SweepReport",
+    "SweepSpec",
+    "add_sweep_arguments",
+    "load_spec",
+    "read_results",
+    "run_point",
+    "run_sweep",
+    "sweep_from_arguments",
+]
