@@ -35,6 +35,7 @@ from typing import Any
 from hcsim.engine.collectives import FlowPlan, plan
 from hcsim.engine.memory import Placement, XpuInfo, fill_local_first
 from hcsim.errors import HcsimError
+from hcsim.progress import progress_bar
 from hcsim.sg import import_simgrid, new_engine, run_isolated
 from hcsim.workload.graph import Workload
 
@@ -232,11 +233,7 @@ def _run(
             finish(ex, now)
 
     per_iteration = [0] * iterations
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=iterations, desc="simulating", unit="iteration", file=sys.stderr, leave=False)
+    bar = progress_bar(iterations, "simulating", "iteration", show=True, leave=False) if progress else None
 
     def finish(ex: _Exec, now: float) -> None:
         v = ex.v

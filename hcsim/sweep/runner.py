@@ -34,6 +34,7 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_output_path
+from hcsim.progress import progress_bar
 from hcsim.sweep.spec import Point, SweepSpec
 
 __all__ = ["run_point", "run_sweep", "read_results", "SweepReport"]
@@ -221,10 +222,7 @@ def run_sweep(
     results = _ResultsFile(path)  # refuses an unwritable file before anything runs
     done = {r["id"] for r in read_results(path) if r.get("status") == "ok"}
     todo = [p for p in points if p.id not in done]
-    from tqdm import tqdm
-
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=len(todo), desc="sweep", unit="point", disable=not show, file=sys.stderr)
+    bar = progress_bar(len(todo), "sweep", "point", show=progress)
     ok = failed = 0
     t0 = time.perf_counter()
     try:
