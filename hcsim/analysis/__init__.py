@@ -1,0 +1,1 @@
+"""Analytical models: queueing formulas and exact numerics to check simulations against."""
