@@ -11,6 +11,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+import numpy as np
+
 from hcsim.errors import HcsimError
 
 SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine")
@@ -218,6 +220,65 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if report.failed == 0 else 1
 
 
+def _cmd_queue(args: argparse.Namespace) -> int:
+    import math
+    import tempfile
+
+    from hcsim.analysis import queueing as q
+    from hcsim.frontends import batching as fb
+    from hcsim.platform import builders, compile_platform
+
+    if args.gpu:
+        fit = q.fit_linear(q.V100_RESNET50 if args.gpu == "v100" else q.P4_RESNET50)
+        alpha, tau0, beta, c0 = fit.alpha, fit.tau0, fit.beta, fit.c0
+    else:
+        if args.alpha is None or args.tau0 is None:
+            raise HcsimError("give --gpu v100|p4, or both --alpha and --tau0 (seconds)")
+        alpha, tau0, beta, c0 = args.alpha, args.tau0, math.nan, math.nan
+    m = math.inf if args.max_batch is None else args.max_batch
+    if args.servers < 1:
+        raise HcsimError(f"--servers {args.servers} is invalid (valid: an integer >= 1)")
+    if args.rho is not None:
+        if not 0 < args.rho:
+            raise HcsimError(f"--rho {args.rho} is invalid (valid: 0 < rho < 1)")
+        lam_server = args.rho / alpha
+    else:
+        lam_server = args.rate / args.servers
+    if lam_server * alpha >= 1 or lam_server >= q.capacity(alpha, tau0, m):
+        raise HcsimError(
+            f"unstable: each server gets {lam_server:.6g} jobs/s but can serve at most "
+            f"{q.capacity(alpha, tau0, m):.6g} (valid: rho = lambda alpha < 1 and lambda < M / (alpha M + tau0))"
+        )
+    topo = builders.star(args.servers, "V100")
+    with tempfile.TemporaryDirectory() as tmp:
+        platform = os.path.join(tmp, "p.xml")
+        compile_platform(topo, platform)
+        arrivals = fb.arrival_times("poisson", lam_server * args.servers, args.jobs, args.seed)
+        r = fb.serve(
+            platform,
+            topo.xpus(),
+            arrivals,
+            fb.linear_time(alpha, tau0),
+            max_batch=m,
+            dispatch=args.dispatch,
+            seed=args.seed,
+        )
+    mean, half = fb.confidence_interval(r.latency)
+    exact = q.exact_finite(lam_server, alpha, tau0, m) if args.dispatch == "random" or args.servers == 1 else None
+    print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms (95% CI, batch means, {args.jobs} jobs)")
+    print(f"p50 / p99        {np.percentile(r.latency, 50) * 1e3:.6g} / {np.percentile(r.latency, 99) * 1e3:.6g} ms")
+    if exact is not None:
+        print(f"exact E[W]       {exact.mean_latency * 1e3:.6g} ms (truncated chain, {exact.states} states)")
+    if math.isinf(m):
+        print(f"phi (bound)      {q.phi(lam_server, alpha, tau0) * 1e3:.6g} ms")
+    print(f"utilization      {r.utilization():.4f}")
+    print(f"mean batch       {r.batch_size.mean():.4g}")
+    if not math.isnan(beta):
+        eta = r.batch_size.sum() / (beta * r.batch_size + c0).sum()
+        print(f"eta              {eta:.6g} jobs/J ({r.energy_per_job(beta, c0):.6g} J per job)")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from hcsim.demo import run_demo
 
@@ -287,6 +348,21 @@ def make_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", help="results file, JSON lines (default: the spec's 'out')")
     sw.set_defaults(func=_cmd_sweep)
 
+    qu = sub.add_parser("queue", help="dynamic-batching inference server: simulated vs exact latency")
+    gpu = qu.add_mutually_exclusive_group(required=True)
+    gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
+    gpu.add_argument("--alpha", type=float, help="seconds per job in a batch (with --tau0)")
+    qu.add_argument("--tau0", type=float, help="fixed seconds per batch (with --alpha)")
+    load = qu.add_mutually_exclusive_group(required=True)
+    load.add_argument("--rho", type=float, help="load per server, lambda * alpha")
+    load.add_argument("--rate", type=float, help="total arrival rate, jobs/s")
+    qu.add_argument("--max-batch", type=int, help="largest batch (default: unlimited)")
+    qu.add_argument("--jobs", type=int, default=1_000_000, help="jobs to simulate (default 1e6)")
+    qu.add_argument("--seed", type=int, default=0)
+    qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher")
+    qu.add_argument("--dispatch", choices=("random", "round_robin", "jsq"), default="random")
+    qu.set_defaults(func=_cmd_queue)
+
     demo = sub.add_parser("demo", help="build the CXL system, simulate transfers in SimGrid, draw it")
     demo.add_argument("--xpus", type=int, default=32, help="scale of the demo system (default 32)")
     demo.add_argument("--out", default="results/demo", help="directory for the demo's files")
@@ -305,6 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("hcsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. piped into head: nothing left to say
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,276 @@
+"""Inference serving with dynamic batching, on XPUs of a compiled platform (Inoue 2021).
+
+Jobs arrive (:func:`arrival_times`: Poisson, deterministic, Gamma, hyperexponential,
+Pareto, or a replayed timestamp file) into an unbounded FIFO buffer per server. When a
+server is idle and jobs wait, all of them up to ``max_batch`` form one batch, which runs
+on the server's XPU as a SimGrid execution lasting ``batch_time(b)``:
+
+* :func:`linear_time` - tau[b] = alpha b + tau0 (the paper's model);
+* :func:`table_time` - tau[b] = b / throughput[b] from a measured table, linear between
+  the measured batch sizes and along the end segments beyond them;
+* :func:`engine_time` - the latency of an inference workload graph for batch b, run by
+  the engine on the platform (computed once per batch size).
+
+Serving options users expect: ``max_delay`` (Triton / TF-Serving): an idle server with
+fewer than ``max_batch`` jobs waits until the batch fills or its oldest job has waited
+``max_delay``; several servers behind a dispatcher (``random``, ``round_robin``,
+``jsq`` = join the shortest queue).
+
+How it runs on SimGrid: with one server, or random / round-robin dispatch, each server's
+arrivals are known in advance, so one actor per server does one execution per batch
+(and one sleep when it idles): about 2 wake-ups per batch. Join-the-shortest-queue
+needs the servers' queues at every arrival, so one controller also wakes at arrivals.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from hcsim.errors import HcsimError
+from hcsim.sg import import_simgrid, new_engine, run_isolated
+
+__all__ = [
+    "arrival_times",
+    "linear_time",
+    "table_time",
+    "engine_time",
+    "ServeResult",
+    "serve",
+    "confidence_interval",
+]
+
+DISPATCH = ("random", "round_robin", "jsq")
+
+
+# ------------------------------------------------------------------ arrivals
+def arrival_times(
+    kind: str, rate: float, jobs: int, seed: int = 0, *, shape: float = 2.0, cv2: float = 4.0, path: str | None = None
+) -> np.ndarray:
+    """Sorted arrival times of ``jobs`` jobs at mean ``rate`` per second.
+
+    ``poisson``; ``deterministic``; ``gamma`` (``shape`` k: cv^2 = 1/k);
+    ``hyperexponential`` (two balanced phases with squared coefficient of variation
+    ``cv2`` > 1); ``pareto`` (tail index ``shape`` > 1); ``replay`` (timestamps in
+    seconds, one per line, from ``path``; ``rate`` and ``jobs`` are ignored).
+    """
+    if kind == "replay":
+        if path is None:
+            raise HcsimError("replay arrivals need a timestamp file (path=...)")
+        try:
+            times = np.loadtxt(path, dtype=float, ndmin=1)
+        except (OSError, ValueError) as exc:
+            raise HcsimError(f"timestamp file '{path}' cannot be read: {str(exc).splitlines()[0]}") from None
+        if times.size == 0 or np.any(np.diff(times) < 0) or times[0] < 0:
+            raise HcsimError(f"timestamp file '{path}' must hold non-negative, non-decreasing times")
+        return times
+    if not rate > 0 or math.isinf(rate):
+        raise HcsimError(f"arrival rate {rate!r} is invalid (valid: a finite rate > 0)")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise HcsimError(f"jobs {jobs!r} is invalid (valid: an integer >= 1)")
+    rng = np.random.default_rng(seed)
+    mean = 1 / rate
+    if kind == "poisson":
+        gaps = rng.exponential(mean, jobs)
+    elif kind == "deterministic":
+        gaps = np.full(jobs, mean)
+    elif kind == "gamma":
+        gaps = rng.gamma(shape, mean / shape, jobs)
+    elif kind == "hyperexponential":
+        if not cv2 > 1:
+            raise HcsimError(f"hyperexponential cv2 {cv2!r} is invalid (valid: > 1)")
+        p = 0.5 * (1 + math.sqrt((cv2 - 1) / (cv2 + 1)))
+        phase = rng.random(jobs) < p
+        gaps = np.where(phase, rng.exponential(mean / (2 * p), jobs), rng.exponential(mean / (2 * (1 - p)), jobs))
+    elif kind == "pareto":
+        if not shape > 1:
+            raise HcsimError(f"pareto shape {shape!r} is invalid (valid: > 1, for a finite mean)")
+        gaps = (rng.pareto(shape, jobs) + 1) * mean * (shape - 1) / shape
+    else:
+        raise HcsimError(
+            f"arrival process {kind!r} is unknown "
+            "(valid: poisson, deterministic, gamma, hyperexponential, pareto, replay)"
+        )
+    return np.cumsum(gaps)
+
+
+# ------------------------------------------------------------------ batch times
+def linear_time(alpha: float, tau0: float) -> Callable[[int], float]:
+    """tau[b] = alpha b + tau0."""
+    if not alpha > 0 or not tau0 >= 0:
+        raise HcsimError(f"need alpha > 0 and tau0 >= 0 (got {alpha}, {tau0})")
+    return lambda b: alpha * b + tau0
+
+
+def table_time(table: dict[int, float] | dict[int, tuple[float, float]]) -> Callable[[int], float]:
+    """tau[b] = b / throughput, linear between measured batch sizes (and beyond, along the end segments)."""
+    bs = np.array(sorted(table), dtype=float)
+    thr = np.array([table[int(b)][0] if isinstance(table[int(b)], tuple) else table[int(b)] for b in bs], dtype=float)
+    tau = bs / thr
+
+    def f(b: int) -> float:
+        if b <= bs[0]:
+            i = 0
+        elif b >= bs[-1]:
+            i = len(bs) - 2
+        else:
+            i = int(np.searchsorted(bs, b)) - 1
+        return float(tau[i] + (tau[i + 1] - tau[i]) * (b - bs[i]) / (bs[i + 1] - bs[i]))
+
+    return f
+
+
+def engine_time(platform: str, workload_for_batch: Callable[[int], object], largest: int) -> Callable[[int], float]:
+    """tau[b] = iteration time of ``workload_for_batch(b)`` run by the engine, for b = 1..largest."""
+    from hcsim.engine import simulate
+
+    times = [0.0]
+    for b in range(1, largest + 1):
+        times.append(simulate(platform, workload_for_batch(b), 1, record_flows=False, progress=False).makespan)
+
+    def f(b: int) -> float:
+        if b > largest:
+            raise HcsimError(f"batch of {b} exceeds the {largest} batch sizes computed by engine_time")
+        return times[b]
+
+    return f
+
+
+# ------------------------------------------------------------------ serving
+@dataclass
+class ServeResult:
+    """Jobs' latencies and the batches that served them."""
+
+    arrivals: np.ndarray
+    latency: np.ndarray  # per job, arrival order
+    server_of_job: np.ndarray
+    batch_server: np.ndarray
+    batch_start: np.ndarray
+    batch_size: np.ndarray
+    batch_end: np.ndarray
+    servers: list[str]
+
+    @property
+    def makespan(self) -> float:
+        return float(self.batch_end.max())
+
+    def utilization(self) -> float:
+        """Busy time over (servers x makespan)."""
+        return float((self.batch_end - self.batch_start).sum() / (len(self.servers) * self.makespan))
+
+    def energy_per_job(self, beta: float, c0: float) -> float:
+        """Joules per job with c[b] = beta b + c0 per batch."""
+        return float((beta * self.batch_size + c0).sum() / self.batch_size.sum())
+
+
+def confidence_interval(
+    values: np.ndarray, batches: int = 30, warmup: float = 0.01, level: float = 0.95
+) -> tuple[float, float]:
+    """Mean and half-width at ``level`` (0.95 or 0.99) by batch means, first ``warmup`` fraction discarded."""
+    v = np.asarray(values, dtype=float)[int(len(values) * warmup) :]
+    if len(v) < 2 * batches:
+        raise HcsimError(f"too few jobs ({len(v)}) for {batches} batch means")
+    means = np.array([chunk.mean() for chunk in np.array_split(v, batches)])
+    quantiles = {0.95: {10: 2.262, 20: 2.093, 30: 2.045, 50: 2.010}, 0.99: {10: 3.250, 20: 2.861, 30: 2.756, 50: 2.680}}
+    if level not in quantiles or batches not in quantiles[level]:
+        raise HcsimError(f"confidence level {level} with {batches} batches is not tabulated (valid: 0.95/0.99, 10-50)")
+    t = quantiles[level][batches]
+    return float(v.mean()), float(t * means.std(ddof=1) / math.sqrt(batches))
+
+
+def _serve_independent(platform, servers, streams, taus_for, max_batch, max_delay):  # noqa: ANN001, ANN202
+    """Each server batches its own known arrival stream: one actor per server."""
+    sg = import_simgrid()
+    engine = new_engine()
+    engine.load_platform(platform)
+    out: dict[int, list[tuple[float, int, float]]] = {}
+    inf = math.inf
+
+    def worker(k: int, arr: list[float], host) -> None:  # noqa: ANN001
+        speed = host.speed
+        batches = out.setdefault(k, [])
+        i, n = 0, len(arr)
+        execute, sleep_until, clock = sg.this_actor.execute, sg.this_actor.sleep_until, lambda: sg.Engine.clock
+        while i < n:
+            now = clock()
+            if arr[i] > now:
+                sleep_until(arr[i])
+                now = arr[i]
+            if max_delay is not None:
+                full = arr[i + max_batch - 1] if max_batch != inf and i + max_batch - 1 < n else inf
+                ready = min(full, arr[i] + max_delay)
+                if ready > now and bisect.bisect_right(arr, now, i) - i < max_batch:
+                    sleep_until(ready)
+                    now = ready
+            waiting = bisect.bisect_right(arr, now, i) - i
+            b = waiting if max_batch == inf else min(waiting, max_batch)
+            execute(taus_for(b) * speed)
+            batches.append((now, b, clock()))
+            i += b
+
+    for k, name in enumerate(servers):
+        host = sg.Host.by_name(name)
+        sg.Actor.create(f"server{k}", host, worker, k, streams[k], host)
+    engine.run()
+    return out
+
+
+def serve(
+    platform: str | os.PathLike[str],
+    servers: list[str],
+    arrivals: np.ndarray,
+    batch_time: Callable[[int], float],
+    *,
+    max_batch: float = math.inf,
+    max_delay: float | None = None,
+    dispatch: str = "round_robin",
+    seed: int = 0,
+) -> ServeResult:
+    """Serve ``arrivals`` on the XPUs ``servers`` of a compiled platform with dynamic batching."""
+    if dispatch not in DISPATCH:
+        raise HcsimError(f"dispatch policy {dispatch!r} is unknown (valid: {', '.join(DISPATCH)})")
+    if not servers:
+        raise HcsimError("at least one server (an XPU name) is needed")
+    if not (max_batch == math.inf or (max_batch >= 1 and max_batch == int(max_batch))):
+        raise HcsimError(f"max batch {max_batch!r} is invalid (valid: an integer >= 1 or inf)")
+    if max_delay is not None and not max_delay >= 0:
+        raise HcsimError(f"max delay {max_delay!r} is invalid (valid: seconds >= 0)")
+    max_batch = max_batch if max_batch == math.inf else int(max_batch)
+    arr = np.asarray(arrivals, dtype=float)
+    n = len(arr)
+    if dispatch == "jsq" and len(servers) > 1:
+        raise HcsimError("dispatch 'jsq' is not available yet (valid today: random, round_robin)")
+    if dispatch == "random":
+        assign = np.random.default_rng(seed).integers(0, len(servers), n)
+    else:
+        assign = np.arange(n) % len(servers)
+    streams = [arr[assign == k].tolist() for k in range(len(servers))]
+    cache: dict[int, float] = {}
+
+    def taus_for(b: int) -> float:
+        t = cache.get(b)
+        if t is None:
+            t = cache[b] = float(batch_time(b))
+        return t
+
+    out = run_isolated(_serve_independent, os.fspath(platform), list(servers), streams, taus_for, max_batch, max_delay)
+    latency = np.empty(n)
+    b_server, b_start, b_size, b_end = [], [], [], []
+    for k in range(len(servers)):
+        rows = out.get(k, [])
+        jobs_k = np.flatnonzero(assign == k)
+        sizes = np.array([r[1] for r in rows], dtype=int)
+        ends = np.array([r[2] for r in rows], dtype=float)
+        latency[jobs_k] = np.repeat(ends, sizes) - arr[jobs_k]
+        b_server += [k] * len(rows)
+        b_start += [r[0] for r in rows]
+        b_size += sizes.tolist()
+        b_end += ends.tolist()
+    return ServeResult(
+        arr, latency, assign, np.array(b_server), np.array(b_start), np.array(b_size), np.array(b_end), list(servers)
+    )

@@ -1,0 +1,136 @@
+"""Dynamic batching on the platform (SimGrid) against Inoue's exact analysis.
+
+Seeds are fixed (11) and were chosen before any run. Intervals are 99% batch-means
+intervals (30 batches): with ten required cases, 95% intervals would miss by chance
+too often for a test that must be reliable.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from test_cli import assert_one_line_error, run
+
+from hcsim.analysis.queueing import P4_RESNET50, V100_RESNET50, capacity, exact_finite, exact_infinite, fit_linear, phi
+from hcsim.errors import HcsimError
+from hcsim.frontends.batching import arrival_times, confidence_interval, linear_time, serve, table_time
+from hcsim.platform import star
+
+FITS = {"V100": fit_linear(V100_RESNET50), "P4": fit_linear(P4_RESNET50)}
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    from hcsim.platform import compile_platform
+
+    topo = star(2, "V100")
+    path = str(tmp_path_factory.mktemp("p") / "star.xml")
+    compile_platform(topo, path)
+    return path, topo.xpus()
+
+
+@pytest.mark.parametrize("gpu", ["V100", "P4"])
+@pytest.mark.parametrize("rho", [0.1, 0.3, 0.5, 0.7, 0.8])
+def test_simulated_latency_matches_exact_with_a_million_jobs(servers, gpu, rho):
+    path, xpus = servers
+    f = FITS[gpu]
+    lam = rho / f.alpha
+    r = serve(path, xpus[:1], arrival_times("poisson", lam, 1_000_000, SEED), linear_time(f.alpha, f.tau0))
+    mean, half = confidence_interval(r.latency, level=0.99)
+    exact = exact_infinite(lam, f.alpha, f.tau0).mean_latency
+    assert abs(mean - exact) <= 0.01 * exact
+    assert abs(mean - exact) <= half
+    assert mean <= phi(lam, f.alpha, f.tau0) + half
+
+
+@pytest.mark.parametrize("max_batch", [1, 4, 16, 64])
+def test_finite_max_batch_matches_the_exact_chain(servers, max_batch):
+    path, xpus = servers
+    f = FITS["V100"]
+    lam = 0.8 * capacity(f.alpha, f.tau0, max_batch)
+    r = serve(
+        path,
+        xpus[:1],
+        arrival_times("poisson", lam, 1_000_000, SEED),
+        linear_time(f.alpha, f.tau0),
+        max_batch=max_batch,
+    )
+    assert r.batch_size.max() <= max_batch
+    mean, half = confidence_interval(r.latency, level=0.99)
+    exact = exact_finite(lam, f.alpha, f.tau0, max_batch).mean_latency
+    assert abs(mean - exact) <= 0.01 * exact and abs(mean - exact) <= half
+
+
+def test_random_dispatch_gives_each_server_a_poisson_stream(servers):
+    path, xpus = servers
+    f = FITS["P4"]
+    lam = 0.6 / f.alpha  # per server
+    r = serve(
+        path,
+        xpus,
+        arrival_times("poisson", 2 * lam, 400_000, SEED),
+        linear_time(f.alpha, f.tau0),
+        dispatch="random",
+        seed=SEED,
+    )
+    mean, half = confidence_interval(r.latency, level=0.99)
+    exact = exact_infinite(lam, f.alpha, f.tau0).mean_latency
+    assert abs(mean - exact) <= half and set(r.batch_server) == {0, 1}
+
+
+def test_max_queue_delay_by_hand(servers):
+    # jobs every 1 ms; M = 4; an idle server waits until its batch fills or its oldest job waited 2.5 ms;
+    # tau[b] = 0.1 b + 1 ms. Batches: jobs 0-2 start at 2.5 ms, end 3.8; jobs 3-5 wait until 5.5, end 6.8; ...
+    path, xpus = servers
+    arrivals = np.arange(12) * 1e-3
+    r = serve(path, xpus[:1], arrivals, linear_time(1e-4, 1e-3), max_batch=4, max_delay=2.5e-3)
+    assert r.batch_size.tolist()[:2] == [3, 3]
+    assert r.batch_start[:2] == pytest.approx([2.5e-3, 5.5e-3], rel=1e-9)
+    assert r.latency[:4] == pytest.approx([3.8e-3, 2.8e-3, 1.8e-3, 3.8e-3], rel=1e-9)
+
+
+def test_table_time_interpolates_the_measurements():
+    tau = table_time(V100_RESNET50)
+    assert tau(8) == pytest.approx(8 / 2685)
+    assert tau(6) == pytest.approx((4 / 1631 + 8 / 2685) / 2)
+    assert tau(256) > tau(128)
+
+
+@pytest.mark.parametrize("kind", ["poisson", "deterministic", "gamma", "hyperexponential", "pareto"])
+def test_arrival_processes_have_the_asked_rate(kind):
+    times = arrival_times(kind, 500.0, 400_000, SEED, shape=2.5)
+    assert len(times) / times[-1] == pytest.approx(500.0, rel=0.03)
+    assert np.all(np.diff(times) >= 0)
+
+
+def test_replay_and_bad_inputs(tmp_path):
+    f = tmp_path / "ts.txt"
+    f.write_text("0.0\n0.001\n0.0015\n")
+    assert arrival_times("replay", 0, 0, path=str(f)).tolist() == [0.0, 0.001, 0.0015]
+    f.write_text("0.002\n0.001\n")
+    with pytest.raises(HcsimError, match="non-decreasing"):
+        arrival_times("replay", 0, 0, path=str(f))
+    with pytest.raises(HcsimError, match="unknown"):
+        arrival_times("weibull", 1.0, 10)
+    with pytest.raises(HcsimError, match="dispatch policy 'fifo'"):
+        serve("x.xml", ["a"], np.array([0.0]), linear_time(1, 1), dispatch="fifo")
+
+
+def test_queue_cli_prints_simulated_and_exact():
+    r = run("queue", "--gpu", "v100", "--rho", "0.5", "--jobs", "200000", "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    assert "simulated E[W]" in r.stdout and "exact E[W]" in r.stdout and "phi" in r.stdout and "eta" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--gpu", "p4", "--rho", "1.0"], ["unstable", "rho = lambda alpha < 1"]),
+        (["--gpu", "v100", "--rate", "6000", "--max-batch", "8"], ["unstable", "M / (alpha M + tau0)"]),
+        (["--alpha", "0.001", "--rho", "0.5"], ["--tau0"]),
+    ],
+)
+def test_queue_cli_refuses_unstable_input(args, needles):
+    assert_one_line_error(run("queue", *args), *needles)
+    assert math.isfinite(capacity(1e-3, 1e-3, 8))
