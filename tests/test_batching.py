@@ -134,3 +134,23 @@ def test_queue_cli_prints_simulated_and_exact():
 def test_queue_cli_refuses_unstable_input(args, needles):
     assert_one_line_error(run("queue", *args), *needles)
     assert math.isfinite(capacity(1e-3, 1e-3, 8))
+
+
+@pytest.mark.parametrize("max_delay", [None, 2e-3])
+def test_jsq_controller_equals_the_per_server_path_on_one_server(servers, max_delay):
+    path, xpus = servers
+    f = FITS["P4"]
+    arr = arrival_times("poisson", 0.6 / f.alpha, 30_000, SEED)
+    fast = serve(path, xpus[:1], arr, linear_time(f.alpha, f.tau0), max_batch=8, max_delay=max_delay)
+    jsq = serve(path, xpus[:1], arr, linear_time(f.alpha, f.tau0), max_batch=8, max_delay=max_delay, dispatch="jsq")
+    assert np.array_equal(fast.latency, jsq.latency)  # two code paths, one answer
+
+
+def test_jsq_serves_every_job_once_and_balances(servers):
+    path, xpus = servers
+    f = FITS["P4"]
+    arr = arrival_times("poisson", 1.2 / f.alpha, 20_000, SEED)
+    r = serve(path, xpus, arr, linear_time(f.alpha, f.tau0), dispatch="jsq")
+    assert r.batch_size.sum() == len(arr) and np.all(r.latency > 0)
+    share = np.bincount(r.server_of_job, minlength=2) / len(arr)
+    assert abs(share[0] - 0.5) < 0.05

@@ -220,6 +220,77 @@ def _serve_independent(platform, servers, streams, taus_for, max_batch, max_dela
     return out
 
 
+def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa: ANN001, ANN202, C901
+    """Join the shortest queue: one controller wakes at completions, arrivals and queue deadlines."""
+    from collections import deque
+
+    sg = import_simgrid()
+    engine = new_engine()
+    engine.load_platform(platform)
+    hosts = [sg.Host.by_name(h) for h in servers]
+    k_n, n, inf = len(servers), len(arr), math.inf
+    queues = [deque() for _ in range(k_n)]
+    in_service = [0] * k_n
+    assign = [0] * n
+    rows: dict[int, list[tuple[float, int, float]]] = {k: [] for k in range(k_n)}
+    running: dict = {}
+    pending = sg.ActivitySet()
+
+    def ready(k: int, now: float) -> bool:
+        q = queues[k]
+        if in_service[k] or not q:
+            return False
+        return max_delay is None or len(q) >= max_batch or arr[q[0]] + max_delay <= now
+
+    def start(k: int, now: float) -> None:
+        q = queues[k]
+        b = len(q) if max_batch == inf else min(len(q), max_batch)
+        for _ in range(b):
+            q.popleft()
+        act = sg.this_actor.exec_init(taus_for(b) * hosts[k].speed)
+        act.host = hosts[k]
+        act.start()
+        pending.push(act)
+        running[act] = (k, now, b)
+        in_service[k] = b
+
+    def controller() -> None:
+        i = 0
+        while i < n or running:
+            now = sg.Engine.clock
+            t_next = arr[i] if i < n else inf
+            if max_delay is not None:
+                for k in range(k_n):
+                    if not in_service[k] and queues[k]:
+                        t_next = min(t_next, arr[queues[k][0]] + max_delay)
+            act = None
+            if running:
+                try:
+                    act = pending.wait_any() if t_next == inf else pending.wait_any_for(max(t_next - now, 0.0))
+                except sg.TimeoutException:
+                    act = None
+            else:
+                sg.this_actor.sleep_until(t_next)
+            now = sg.Engine.clock
+            horizon = now if act is not None else max(now, t_next)
+            if act is not None:
+                k, began, b = running.pop(act)
+                rows[k].append((began, b, now))
+                in_service[k] = 0
+            while i < n and arr[i] <= horizon:
+                k = min(range(k_n), key=lambda s: (len(queues[s]) + in_service[s], s))
+                queues[k].append(i)
+                assign[i] = k
+                i += 1
+            for k in range(k_n):
+                if ready(k, horizon):
+                    start(k, now)
+
+    sg.Actor.create("dispatcher", hosts[0], controller)
+    engine.run()
+    return rows, assign
+
+
 def serve(
     platform: str | os.PathLike[str],
     servers: list[str],
@@ -243,13 +314,6 @@ def serve(
     max_batch = max_batch if max_batch == math.inf else int(max_batch)
     arr = np.asarray(arrivals, dtype=float)
     n = len(arr)
-    if dispatch == "jsq" and len(servers) > 1:
-        raise HcsimError("dispatch 'jsq' is not available yet (valid today: random, round_robin)")
-    if dispatch == "random":
-        assign = np.random.default_rng(seed).integers(0, len(servers), n)
-    else:
-        assign = np.arange(n) % len(servers)
-    streams = [arr[assign == k].tolist() for k in range(len(servers))]
     cache: dict[int, float] = {}
 
     def taus_for(b: int) -> float:
@@ -258,7 +322,23 @@ def serve(
             t = cache[b] = float(batch_time(b))
         return t
 
+    if dispatch == "jsq":
+        out, assign_list = run_isolated(
+            _serve_jsq, os.fspath(platform), list(servers), arr.tolist(), taus_for, max_batch, max_delay
+        )
+        return _result(arr, np.array(assign_list), out, servers)
+    if dispatch == "random":
+        assign = np.random.default_rng(seed).integers(0, len(servers), n)
+    else:
+        assign = np.arange(n) % len(servers)
+    streams = [arr[assign == k].tolist() for k in range(len(servers))]
     out = run_isolated(_serve_independent, os.fspath(platform), list(servers), streams, taus_for, max_batch, max_delay)
+    return _result(arr, assign, out, servers)
+
+
+def _result(arr: np.ndarray, assign: np.ndarray, out: dict, servers: list[str]) -> ServeResult:
+    """Per-job latencies from each server's batches (a server serves its jobs in FIFO order)."""
+    n = len(arr)
     latency = np.empty(n)
     b_server, b_start, b_size, b_end = [], [], [], []
     for k in range(len(servers)):
