@@ -161,6 +161,17 @@ class ExactResult:
     batch_pmf: np.ndarray  # P(B = b) for b = 0.. (index 0 unused)
 
 
+#: largest truncation (a dense K x K solve: 8192 states take ~0.5 GB and seconds)
+MAX_STATES = 8192
+
+
+def _too_close(lam: float, leak: float, k: int) -> str:
+    return (
+        f"load too close to capacity for the exact chain: at lambda = {lam:.6g}/s, {k} states still leak "
+        f"{leak:.1e} (valid: a lower load, or a larger tol)"
+    )
+
+
 def _poisson_matrix(means: np.ndarray, k: int) -> np.ndarray:
     """Row s: Poisson(means[s]) probabilities of 0..k-1 (computed in log space)."""
     j = np.arange(k)
@@ -187,7 +198,7 @@ def _stationary(p: np.ndarray) -> np.ndarray:
 def exact_infinite(lam: float, alpha: float, tau0: float, tol: float = 1e-13) -> ExactResult:
     """E[W] for M infinite from the batch-size chain (states b = 1..K)."""
     _check_stable(lam, alpha, tau0)
-    k = max(64, int(4 * (lam * tau0 + 1) / (1 - lam * alpha)))
+    k = min(MAX_STATES, max(64, int(4 * (lam * tau0 + 1) / (1 - lam * alpha))))
     while True:
         b = np.arange(1, k + 1, dtype=float)
         pa = _poisson_matrix(lam * (alpha * b + tau0), k + 1)  # A = 0..K
@@ -198,9 +209,11 @@ def exact_infinite(lam: float, alpha: float, tau0: float, tol: float = 1e-13) ->
         p[:, -1] += leak_rows  # batches larger than K are folded into K
         pi = _stationary(p)
         leak = float(pi @ np.clip(leak_rows, 0, None))
-        if leak < tol or k > 200_000:
+        if leak < tol:
             break
-        k *= 2
+        if k >= MAX_STATES:
+            raise HcsimError(_too_close(lam, leak, k))
+        k = min(2 * k, MAX_STATES)
     p_a0 = float(pi @ pa[:, 0])
     eb, eb2 = mean_batch(lam, alpha, tau0, p_a0)
     ew = (eb2 - eb) / (2 * lam * eb) + alpha * eb2 / eb + tau0
@@ -249,9 +262,11 @@ def exact_finite(lam: float, alpha: float, tau0: float, max_batch: float, tol: f
         p[:, -1] += leak_rows
         pi = _stationary(p)
         leak = float(pi @ np.clip(leak_rows, 0, None))
-        if leak < tol or k > 100_000:
+        if leak < tol:
             break
-        k *= 2
+        if k >= MAX_STATES:
+            raise HcsimError(_too_close(lam, leak, k))
+        k = min(2 * k, MAX_STATES)
     area = start * tau + lam * tau * tau / 2
     length = tau + (q == 0) / lam
     ew = float(pi @ area) / float(pi @ length) / lam
