@@ -23,7 +23,7 @@ import time
 from hcsim.engine import simulate
 from hcsim.engine.collectives import plan
 from hcsim.platform import compile_platform, cxl_system, ring
-from hcsim.sg import import_simgrid, new_engine, run_isolated
+from hcsim.sg import import_simgrid, load_platform, run_isolated
 from hcsim.units import parse_bytes
 from hcsim.workload import allreduce_benchmark
 
@@ -31,8 +31,7 @@ from hcsim.workload import allreduce_benchmark
 def bare_loop(platform: str, ranks: list[str], nbytes: float, iterations: int) -> tuple[int, float, float]:
     """(activities, wall seconds, simulated seconds) of a hand-written ring allreduce."""
     sg = import_simgrid()
-    engine = new_engine()
-    engine.load_platform(platform)
+    engine = load_platform(platform)
     fp = plan("allreduce", "ring", ranks, nbytes)
     hosts = {h: sg.Host.by_name(h) for h in ranks}
     src = [hosts[h] for h in fp.src]

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from hcsim.errors import HcsimError
 
-__all__ = ["import_simgrid", "libsimgrid_path", "run_isolated", "new_engine"]
+__all__ = ["import_simgrid", "libsimgrid_path", "load_platform", "run_isolated", "new_engine"]
 
 T = TypeVar("T")
 _LOADED: list[str] = []
@@ -121,6 +121,19 @@ def pin_to_free_cpu() -> None:
             return
     except (OSError, ValueError, IndexError, AttributeError):
         pass
+
+
+def load_platform(path: str) -> Any:
+    """A new Engine with ``path`` loaded; SimGrid's parse errors become one-line HcsimErrors.
+
+    Keep the returned engine referenced while its hosts and links are used.
+    """
+    engine = new_engine()
+    try:
+        engine.load_platform(path)
+    except Exception as exc:  # noqa: BLE001 - SimGrid raises several types
+        raise HcsimError(f"SimGrid could not load '{path}': {str(exc).splitlines()[0]}") from None
+    return engine
 
 
 def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:

@@ -195,25 +195,40 @@ def _stationary(p: np.ndarray) -> np.ndarray:
     return pi / pi.sum()
 
 
+def _truncated_stationary(build, k: int, lam: float, tol: float):  # noqa: ANN001, ANN202
+    """Grow K (doubling) until the mass the truncated chain redirects from beyond K is below ``tol``.
+
+    ``build(k)`` returns the k x k transition matrix with the rows' missing mass (jumps
+    beyond K) not yet placed, plus anything the caller wants back; that mass is folded
+    into state K. Returns (pi, k, leak, extra).
+    """
+    while True:
+        p, extra = build(k)
+        leak_rows = 1 - p.sum(axis=1)
+        p[:, -1] += leak_rows
+        pi = _stationary(p)
+        leak = float(pi @ np.clip(leak_rows, 0, None))
+        if leak < tol:
+            return pi, k, leak, extra
+        if k >= MAX_STATES:
+            raise HcsimError(_too_close(lam, leak, k))
+        k = min(2 * k, MAX_STATES)
+
+
 def exact_infinite(lam: float, alpha: float, tau0: float, tol: float = 1e-13) -> ExactResult:
     """E[W] for M infinite from the batch-size chain (states b = 1..K)."""
     _check_stable(lam, alpha, tau0)
-    k = min(MAX_STATES, max(64, int(4 * (lam * tau0 + 1) / (1 - lam * alpha))))
-    while True:
+
+    def build(k: int):  # noqa: ANN202
         b = np.arange(1, k + 1, dtype=float)
         pa = _poisson_matrix(lam * (alpha * b + tau0), k + 1)  # A = 0..K
         p = np.zeros((k, k))
         p[:, 0] = pa[:, 0] + pa[:, 1]  # A = 0 -> batch of 1 (the next arrival), A = 1 -> 1
-        p[:, 1:] = pa[:, 2 : k + 1]
-        leak_rows = 1 - p.sum(axis=1)
-        p[:, -1] += leak_rows  # batches larger than K are folded into K
-        pi = _stationary(p)
-        leak = float(pi @ np.clip(leak_rows, 0, None))
-        if leak < tol:
-            break
-        if k >= MAX_STATES:
-            raise HcsimError(_too_close(lam, leak, k))
-        k = min(2 * k, MAX_STATES)
+        p[:, 1:] = pa[:, 2 : k + 1]  # batches larger than K are folded into K
+        return p, pa
+
+    k0 = min(MAX_STATES, max(64, int(4 * (lam * tau0 + 1) / (1 - lam * alpha))))
+    pi, k, leak, pa = _truncated_stationary(build, k0, lam, tol)
     p_a0 = float(pi @ pa[:, 0])
     eb, eb2 = mean_batch(lam, alpha, tau0, p_a0)
     ew = (eb2 - eb) / (2 * lam * eb) + alpha * eb2 / eb + tau0
@@ -245,28 +260,20 @@ def exact_finite(lam: float, alpha: float, tau0: float, max_batch: float, tol: f
                 f"(valid: lambda < M / (alpha M + tau0))"
             )
     m = math.inf if math.isinf(max_batch) else int(max_batch)
-    k = 256
-    while True:
+
+    def build(k: int):  # noqa: ANN202
         q = np.arange(k)
         start = np.maximum(q, 1)
         b = np.minimum(start, m) if not math.isinf(m) else start
         tau = alpha * b + tau0
-        amax = k + 1
-        pa = _poisson_matrix(lam * tau, amax)  # A = 0..K
+        pa = _poisson_matrix(lam * tau, k + 1)  # A = 0..K
         base = (start - b).astype(int)  # jobs left waiting when the batch starts
         p = np.zeros((k, k))
         for s in range(k):
-            n = k - base[s]
-            p[s, base[s] :] = pa[s, :n]
-        leak_rows = 1 - p.sum(axis=1)
-        p[:, -1] += leak_rows
-        pi = _stationary(p)
-        leak = float(pi @ np.clip(leak_rows, 0, None))
-        if leak < tol:
-            break
-        if k >= MAX_STATES:
-            raise HcsimError(_too_close(lam, leak, k))
-        k = min(2 * k, MAX_STATES)
+            p[s, base[s] :] = pa[s, : k - base[s]]
+        return p, (q, start, b, tau)
+
+    pi, k, leak, (q, start, b, tau) = _truncated_stationary(build, 256, lam, tol)
     area = start * tau + lam * tau * tau / 2
     length = tau + (q == 0) / lam
     ew = float(pi @ area) / float(pi @ length) / lam

@@ -36,7 +36,7 @@ from hcsim.engine.collectives import FlowPlan, plan
 from hcsim.engine.memory import Placement, XpuInfo, fill_local_first
 from hcsim.errors import HcsimError
 from hcsim.progress import progress_bar
-from hcsim.sg import import_simgrid, new_engine, run_isolated
+from hcsim.sg import import_simgrid, load_platform, run_isolated
 from hcsim.workload.graph import Workload
 
 __all__ = ["RunResult", "simulate"]
@@ -105,11 +105,7 @@ def _run(
     progress: bool,
 ) -> RunResult:
     sg = import_simgrid()
-    engine = new_engine()
-    try:
-        engine.load_platform(platform)
-    except Exception as exc:  # noqa: BLE001
-        raise HcsimError(f"SimGrid could not load '{platform}': {str(exc).splitlines()[0]}") from None
+    engine = load_platform(platform)
     all_hosts = {h.name: h for h in engine.all_hosts}
     xpus = {n for n, h in all_hosts.items() if h.get_property("kind") == "xpu"}
     if not xpus:  # a platform not written by hcsim: every host counts as an XPU
@@ -147,22 +143,10 @@ def _run(
             remote = placed.get(names[i])
             if remote is None:
                 compute_plan[i] = (all_hosts[xi.name], t_local * xi.speed, None, 0, False)
-            elif coherent:
-                compute_plan[i] = (
-                    all_hosts[xi.name],
-                    t_compute * xi.speed,
-                    all_hosts[remote],
-                    int(round(d["mem_bytes"])),
-                    True,
-                )
-            else:
-                compute_plan[i] = (
-                    all_hosts[xi.name],
-                    t_local * xi.speed,
-                    all_hosts[remote],
-                    int(round(d["mem_bytes"])),
-                    False,
-                )
+            else:  # coherent: compute alone on the XPU, beside the remote access; else copy, then roofline
+                t_exec = t_compute if coherent else t_local
+                nbytes = int(round(d["mem_bytes"]))
+                compute_plan[i] = (all_hosts[xi.name], t_exec * xi.speed, all_hosts[remote], nbytes, coherent)
         else:
             fp = plan(d["kind"], d["algorithm"], d["scope"], d["bytes"])
             fp.src = [all_hosts[h] for h in fp.src]  # type: ignore[misc]
@@ -365,16 +349,11 @@ def _deadlock_message(
 
 
 def _xpus_of(path: str) -> list[str]:
-    sg = import_simgrid()
-    engine = new_engine()
-    try:
-        engine.load_platform(path)
-    except Exception as exc:  # noqa: BLE001
-        raise HcsimError(f"SimGrid could not load '{path}': {str(exc).splitlines()[0]}") from None
+    engine = load_platform(path)
     hosts = [h for h in engine.all_hosts if h.get_property("kind") == "xpu"]
     order = sorted(hosts, key=lambda h: (float(h.get_property("rank") or 0), h.name))
     names = [h.name for h in order]
-    del sg, engine
+    del engine
     return names
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hcsim.errors import HcsimError
-from hcsim.sg import import_simgrid, new_engine, run_isolated
+from hcsim.sg import import_simgrid, load_platform, run_isolated
 
 __all__ = [
     "arrival_times",
@@ -186,8 +186,7 @@ def confidence_interval(
 def _serve_independent(platform, servers, streams, taus_for, max_batch, max_delay):  # noqa: ANN001, ANN202
     """Each server batches its own known arrival stream: one actor per server."""
     sg = import_simgrid()
-    engine = new_engine()
-    engine.load_platform(platform)
+    engine = load_platform(platform)
     out: dict[int, list[tuple[float, int, float]]] = {}
     inf = math.inf
 
@@ -225,8 +224,7 @@ def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa:
     from collections import deque
 
     sg = import_simgrid()
-    engine = new_engine()
-    engine.load_platform(platform)
+    engine = load_platform(platform)
     hosts = [sg.Host.by_name(h) for h in servers]
     k_n, n, inf = len(servers), len(arr), math.inf
     queues = [deque() for _ in range(k_n)]

@@ -16,7 +16,7 @@ from typing import Any
 from lxml import etree
 
 from hcsim.errors import HcsimError
-from hcsim.sg import import_simgrid, new_engine, run_isolated
+from hcsim.sg import import_simgrid, load_platform, run_isolated
 
 __all__ = ["PlatformSummary", "check_platform", "simulate_transfers", "simulate_compute", "simgrid_route"]
 
@@ -49,18 +49,9 @@ def _precheck(path: str) -> str:
     return path
 
 
-def _load(path: str) -> Any:
-    engine = new_engine()
-    try:
-        engine.load_platform(path)
-    except Exception as exc:  # noqa: BLE001 - SimGrid raises several types
-        raise HcsimError(f"SimGrid could not load '{path}': {str(exc).splitlines()[0]}") from None
-    return engine
-
-
 def _summary(path: str) -> PlatformSummary:
     t0 = time.perf_counter()
-    engine = _load(path)
+    engine = load_platform(path)
     elapsed = time.perf_counter() - t0
     hosts = engine.all_hosts
     kinds = [h.get_property("kind") for h in hosts]
@@ -85,7 +76,7 @@ def check_platform(path: str | os.PathLike[str]) -> PlatformSummary:
 
 def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float]:
     simgrid = import_simgrid()
-    engine = _load(path)
+    engine = load_platform(path)
     ends = [float("nan")] * len(transfers)
 
     def sender(i: int, src: Any, dst: Any, size: int) -> None:
@@ -106,7 +97,7 @@ def simulate_transfers(path: str | os.PathLike[str], transfers: list[tuple[str, 
 
 def _compute(path: str, host: str, flops: float) -> float:
     simgrid = import_simgrid()
-    engine = _load(path)
+    engine = load_platform(path)
     end = []
 
     def worker() -> None:
@@ -125,7 +116,7 @@ def simulate_compute(path: str | os.PathLike[str], host: str, flops: float) -> f
 
 def _route(path: str, src: str, dst: str) -> tuple[list[str], float]:
     simgrid = import_simgrid()
-    engine = _load(path)  # keep the engine alive while its hosts are used
+    engine = load_platform(path)  # keep the engine alive while its hosts are used
     links, latency = simgrid.Host.by_name(src).route_to(simgrid.Host.by_name(dst))
     names = [link.name for link in links]
     del engine
