@@ -234,7 +234,9 @@ def _cmd_queue(args: argparse.Namespace) -> int:
     else:
         if args.alpha is None or args.tau0 is None:
             raise HcsimError("give --gpu v100|p4, or both --alpha and --tau0 (seconds)")
-        alpha, tau0, beta, c0 = args.alpha, args.tau0, math.nan, math.nan
+        alpha, tau0 = args.alpha, args.tau0
+        beta = args.beta if args.beta is not None else math.nan
+        c0 = args.c0 if args.c0 is not None else math.nan
     m = math.inf if args.max_batch is None else args.max_batch
     if args.servers < 1:
         raise HcsimError(f"--servers {args.servers} is invalid (valid: an integer >= 1)")
@@ -264,9 +266,13 @@ def _cmd_queue(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     mean, half = fb.confidence_interval(r.latency)
+    p99, p99_half = fb.percentile_interval(r.latency, 99)
+    if args.out:
+        fb.write_outputs(r, args.out, beta, c0)
     exact = q.exact_finite(lam_server, alpha, tau0, m) if args.dispatch == "random" or args.servers == 1 else None
     print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms (95% CI, batch means, {args.jobs} jobs)")
-    print(f"p50 / p99        {np.percentile(r.latency, 50) * 1e3:.6g} / {np.percentile(r.latency, 99) * 1e3:.6g} ms")
+    print(f"p50              {np.percentile(r.latency, 50) * 1e3:.6g} ms")
+    print(f"p99              {p99 * 1e3:.6g} ms +- {p99_half * 1e3:.3g} ms (95% CI, batch means)")
     if exact is not None:
         print(f"exact E[W]       {exact.mean_latency * 1e3:.6g} ms (truncated chain, {exact.states} states)")
     if math.isinf(m):
@@ -361,6 +367,9 @@ def make_parser() -> argparse.ArgumentParser:
     qu.add_argument("--seed", type=int, default=0)
     qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher")
     qu.add_argument("--dispatch", choices=("random", "round_robin", "jsq"), default="random")
+    qu.add_argument("--beta", type=float, help="with --alpha: energy per job in a batch (J), for eta")
+    qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch (J), for eta")
+    qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
     qu.set_defaults(func=_cmd_queue)
 
     demo = sub.add_parser("demo", help="build the CXL system, simulate transfers in SimGrid, draw it")

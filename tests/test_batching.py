@@ -154,3 +154,48 @@ def test_jsq_serves_every_job_once_and_balances(servers):
     assert r.batch_size.sum() == len(arr) and np.all(r.latency > 0)
     share = np.bincount(r.server_of_job, minlength=2) / len(arr)
     assert abs(share[0] - 0.5) < 0.05
+
+
+def test_engine_time_runs_an_inference_graph_per_batch_size(tmp_path):
+    from hcsim.frontends.batching import engine_time
+    from hcsim.platform import Topology, compile_platform
+    from hcsim.workload import Workload
+
+    t = Topology()
+    t.add_switch("sw", "generic")
+    t.add_xpu("gpu", fp16=2e12, fp32=1e12, memory="80GiB", memory_bandwidth="2TBps")
+    t.add_xpu("host", fp16=1e12, fp32=1e12, memory="80GiB", memory_bandwidth="2TBps")
+    t.add_link("gpu", "sw", 1e10, 1e-6)
+    t.add_link("host", "sw", 1e10, 1e-6)
+    path = str(tmp_path / "p.xml")
+    compile_platform(t, path)
+
+    def inference(b: int) -> Workload:  # b images: 2e9 flops each, then 4e6 bytes of results each
+        w = Workload()
+        w.add_compute("infer", 2e9 * b, "gpu", is_start=True)
+        w.add_comm("reply", 4e6 * b, "p2p", ["gpu", "host"])
+        w.add_dependency("infer", "reply")
+        return w
+
+    tau = engine_time(path, inference, 8)
+    alpha, tau0 = 2e9 / 1e12 + 4e6 / 1e10, 2e-6  # per image, and the reply's two-hop latency
+    assert [tau(b) for b in (1, 4, 8)] == pytest.approx([alpha * b + tau0 for b in (1, 4, 8)], rel=1e-9)
+    arr = arrival_times("poisson", 0.5 / alpha, 5_000, SEED)
+    by_engine = serve(path, ["gpu"], arr, tau, max_batch=8)
+    by_formula = serve(path, ["gpu"], arr, linear_time(alpha, tau0), max_batch=8)
+    assert by_engine.latency == pytest.approx(by_formula.latency, rel=1e-9)
+
+
+def test_outputs_are_written(servers, tmp_path):
+    from hcsim.frontends.batching import write_outputs
+
+    path, xpus = servers
+    f = FITS["V100"]
+    r = serve(path, xpus[:1], arrival_times("poisson", 0.5 / f.alpha, 20_000, SEED), linear_time(f.alpha, f.tau0))
+    summary = write_outputs(r, str(tmp_path / "out"), f.beta, f.c0)
+    jobs = (tmp_path / "out" / "jobs.csv").read_text().splitlines()
+    assert jobs[0] == "job,arrival_s,server,latency_s" and len(jobs) == 20_001
+    hist = (tmp_path / "out" / "batch_sizes.csv").read_text().splitlines()[1:]
+    assert sum(int(line.split(",")[1]) for line in hist) == len(r.batch_size)
+    assert summary["p50_latency_s"] <= summary["p99_latency_s"] and summary["p99_latency_ci95_s"] > 0
+    assert (tmp_path / "out" / "batch_sizes.png").read_bytes()[:4] == b"\x89PNG"

@@ -43,6 +43,8 @@ __all__ = [
     "ServeResult",
     "serve",
     "confidence_interval",
+    "percentile_interval",
+    "write_outputs",
 ]
 
 DISPATCH = ("random", "round_robin", "jsq")
@@ -168,19 +170,91 @@ class ServeResult:
         return float((beta * self.batch_size + c0).sum() / self.batch_size.sum())
 
 
+def _batch_stat(values: np.ndarray, stat, batches: int, warmup: float, level: float) -> tuple[float, float]:  # noqa: ANN001
+    v = np.asarray(values, dtype=float)[int(len(values) * warmup) :]
+    if len(v) < 2 * batches:
+        raise HcsimError(f"too few jobs ({len(v)}) for {batches} batch means")
+    quantiles = {0.95: {10: 2.262, 20: 2.093, 30: 2.045, 50: 2.010}, 0.99: {10: 3.250, 20: 2.861, 30: 2.756, 50: 2.680}}
+    if level not in quantiles or batches not in quantiles[level]:
+        raise HcsimError(f"confidence level {level} with {batches} batches is not tabulated (valid: 0.95/0.99, 10-50)")
+    per_batch = np.array([stat(chunk) for chunk in np.array_split(v, batches)])
+    return float(stat(v)), float(quantiles[level][batches] * per_batch.std(ddof=1) / math.sqrt(batches))
+
+
+def percentile_interval(
+    values: np.ndarray, percentile: float, batches: int = 30, warmup: float = 0.01, level: float = 0.95
+) -> tuple[float, float]:
+    """A latency percentile and its half-width at ``level`` by batch means (percentile per batch)."""
+    return _batch_stat(values, lambda x: float(np.percentile(x, percentile)), batches, warmup, level)
+
+
 def confidence_interval(
     values: np.ndarray, batches: int = 30, warmup: float = 0.01, level: float = 0.95
 ) -> tuple[float, float]:
     """Mean and half-width at ``level`` (0.95 or 0.99) by batch means, first ``warmup`` fraction discarded."""
-    v = np.asarray(values, dtype=float)[int(len(values) * warmup) :]
-    if len(v) < 2 * batches:
-        raise HcsimError(f"too few jobs ({len(v)}) for {batches} batch means")
-    means = np.array([chunk.mean() for chunk in np.array_split(v, batches)])
-    quantiles = {0.95: {10: 2.262, 20: 2.093, 30: 2.045, 50: 2.010}, 0.99: {10: 3.250, 20: 2.861, 30: 2.756, 50: 2.680}}
-    if level not in quantiles or batches not in quantiles[level]:
-        raise HcsimError(f"confidence level {level} with {batches} batches is not tabulated (valid: 0.95/0.99, 10-50)")
-    t = quantiles[level][batches]
-    return float(v.mean()), float(t * means.std(ddof=1) / math.sqrt(batches))
+    return _batch_stat(values, lambda x: float(np.mean(x)), batches, warmup, level)
+
+
+def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c0: float = math.nan) -> dict:
+    """jobs.csv, batches.csv, batch_sizes.csv (histogram), batch_sizes.png and summary.json in ``directory``."""
+    import json
+
+    from hcsim.files import atomic_write_text, check_output_path
+
+    os.makedirs(directory, exist_ok=True)
+    check_output_path(os.path.join(directory, "summary.json"))
+    jobs = np.column_stack([np.arange(len(result.arrivals)), result.arrivals, result.server_of_job, result.latency])
+    header = "job,arrival_s,server,latency_s\n"
+    atomic_write_text(
+        os.path.join(directory, "jobs.csv"),
+        header + "".join(f"{int(j)},{a!r},{int(k)},{w!r}\n" for j, a, k, w in jobs.tolist()),
+    )
+    atomic_write_text(
+        os.path.join(directory, "batches.csv"),
+        "server,start_s,size,end_s\n"
+        + "".join(
+            f"{int(k)},{a!r},{int(b)},{e!r}\n"
+            for k, a, b, e in zip(
+                result.batch_server.tolist(),
+                result.batch_start.tolist(),
+                result.batch_size.tolist(),
+                result.batch_end.tolist(),
+                strict=True,
+            )
+        ),
+    )
+    sizes, counts = np.unique(result.batch_size, return_counts=True)
+    atomic_write_text(
+        os.path.join(directory, "batch_sizes.csv"),
+        "batch_size,batches,fraction\n"
+        + "".join(f"{int(b)},{int(c)},{c / counts.sum()!r}\n" for b, c in zip(sizes, counts, strict=True)),
+    )
+    mean, half = confidence_interval(result.latency)
+    summary = {
+        "jobs": len(result.arrivals),
+        "mean_latency_s": mean,
+        "mean_latency_ci95_s": half,
+        "utilization": result.utilization(),
+        "mean_batch": float(result.batch_size.mean()),
+    }
+    for p in (50, 90, 99):
+        value, width = percentile_interval(result.latency, p)
+        summary[f"p{p}_latency_s"], summary[f"p{p}_latency_ci95_s"] = value, width
+    if not math.isnan(beta):
+        summary["energy_per_job_j"] = result.energy_per_job(beta, c0)
+    atomic_write_text(os.path.join(directory, "summary.json"), json.dumps(summary, indent=1, sort_keys=True))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=110)
+    ax.bar(sizes, counts / counts.sum(), width=0.9)
+    ax.set(xlabel="batch size", ylabel="fraction of batches", title="Batch-size histogram")
+    fig.tight_layout()
+    fig.savefig(os.path.join(directory, "batch_sizes.png"))
+    plt.close(fig)
+    return summary
 
 
 def _serve_independent(platform, servers, streams, taus_for, max_batch, max_delay):  # noqa: ANN001, ANN202
