@@ -16,7 +16,6 @@ with a one-line message naming ``what`` on bad input.
 
 from __future__ import annotations
 
-import math
 import re
 
 from hcsim.errors import HcsimError
@@ -26,7 +25,6 @@ __all__ = [
     "parse_bytes",
     "parse_flops",
     "parse_time",
-    "format_si",
 ]
 
 _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
@@ -97,17 +95,3 @@ def parse_time(value: object, what: str = "latency") -> float:
         return number * _TIME_MULTIPLIER[unit]
     valid = ", ".join([*_TIME_DIVISOR, *_TIME_MULTIPLIER])
     raise HcsimError(f"{what}: unknown time unit in {value!r} (valid units: {valid})")
-
-
-def format_si(value: float, unit: str) -> str:
-    """A short human string, e.g. ``format_si(1.28e11, "B/s") == "128 GB/s"``."""
-    if math.isinf(value):
-        return f"inf {unit}"
-    for prefix, factor in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= factor:
-            return f"{value / factor:.4g} {prefix}{unit}"
-    if unit == "s" and value != 0:
-        for prefix, factor in (("m", 1e-3), ("u", 1e-6), ("n", 1e-9)):
-            if abs(value) >= factor:
-                return f"{value / factor:.4g} {prefix}{unit}"
-    return f"{value:.4g} {unit}"

@@ -162,11 +162,6 @@ class Router:
         p = self.shortest_paths(self.zone_graph(zone), lo, [hi])[hi]
         return p if lo == a else p[::-1]
 
-    def links(self, src: str, dst: str) -> list[tuple[str, str]]:
-        """The route as a list of links (u, v) in travel order."""
-        p = self.path(src, dst)
-        return list(pairwise(p))
-
 
 def common_zone(a: str, b: str) -> str:
     """The deepest zone containing both zones ``a`` and ``b``."""
