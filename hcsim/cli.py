@@ -145,7 +145,7 @@ def _cmd_draw(args: argparse.Namespace) -> int:
     return 0
 
 
-WORKLOADS = ("allreduce", "coherent-allreduce", "fig3")
+WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")
 
 
 def _workload(args: argparse.Namespace, xpus: list[str]):  # noqa: ANN202 - returns a Workload
@@ -159,6 +159,10 @@ def _workload(args: argparse.Namespace, xpus: list[str]):  # noqa: ANN202 - retu
             raise HcsimError(f"--bytes {args.bytes!r} is invalid (valid: a finite size >= 0, e.g. 1GiB)")
         if name == "fig3":
             return fig3_example(xpus[:2])
+        if name == "llama2-13b":
+            from hcsim.workload.llama2 import llama2_13b
+
+            return llama2_13b(xpus)
         return allreduce_benchmark(xpus, size, "coherent_ring" if name == "coherent-allreduce" else "ring")
     if not name.endswith(".json") and not os.path.exists(name):
         raise HcsimError(f"workload {name!r} is unknown (valid: a JSON file or one of {', '.join(WORKLOADS)})")

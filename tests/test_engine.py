@@ -214,3 +214,21 @@ def test_vertex_on_a_non_xpu_host_is_refused(compiled):
             simulate(path, w)
     with pytest.raises(HcsimError, match="iterations 0 is invalid"):
         simulate(path, w, iterations=0)
+
+
+def test_zero_byte_operations_complete(compiled):
+    # SimGrid 4.1 never completes a 0-byte Comm: a remote operator with no bytes runs as local,
+    # a 0-byte collective costs its latency (plus one byte)
+    path = custom_pair(compiled)
+    w = Workload()
+    w.add_compute("big", 1e12, "x0", mem_bytes=1e9, footprint=5e11, is_start=True)  # does not fit: remote
+    w.add_compute("empty", 0.0, "x0", mem_bytes=0.0, footprint=0.0, data="big")  # same remote block, 0 bytes
+    w.add_comm("barrier", 0, "allreduce", ["x0", "x1"])
+    w.add_dependency("big", "empty")
+    w.add_dependency("empty", "barrier")
+    r = simulate(path, w, iterations=2, coherent=False)
+    ends = {(row[0], row[1]): row[5] for row in r.trace}
+    assert r.placement["empty"] == "m0"
+    assert ends[("empty", 0)] == pytest.approx(ends[("big", 0)], rel=1e-12)
+    barrier = ends[("barrier", 0)] - ends[("empty", 0)]
+    assert barrier == pytest.approx(2 * (2e-6 + 1 / 1e10), rel=1e-9)

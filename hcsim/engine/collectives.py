@@ -16,7 +16,10 @@ one step really run at once and contend with all other traffic on the platform.
 * alltoall (direct): every rank sends S/N to every other rank at once.
 * p2p: one flow of S from scope[0] to scope[1].
 
-Chunk sizes are rounded to whole bytes (SimGrid transfers integers).
+Chunk sizes are rounded to whole bytes (SimGrid transfers integers). SimGrid 4.1 never
+completes a zero-byte communication (its deadlock detector fires), so a flow that would
+carry 0 bytes (a barrier, or a chunk rounding to 0) carries 1 byte: it costs its
+latency plus 1/bandwidth.
 """
 
 from __future__ import annotations
@@ -73,8 +76,8 @@ def _chain(order: list[str], nbytes: int) -> FlowPlan:
 def plan(kind: str, algorithm: str, scope: list[str], nbytes: float) -> FlowPlan:
     """The flows of a communication vertex (kinds and algorithms as in the workload graph)."""
     n = len(scope)
-    whole = int(round(nbytes))
-    chunk = int(round(nbytes / n))
+    whole = max(1, int(round(nbytes)))
+    chunk = max(1, int(round(nbytes / n)))
     if kind == "p2p":
         return FlowPlan([scope[0]], [scope[1]], [whole], [0], [[]], 1)
     if kind == "allreduce":

@@ -141,11 +141,11 @@ def _run(
             t_compute = d["flops"] / xi.rate(d["precision"])
             t_local = max(t_compute, d["mem_bytes"] / xi.bandwidth)
             remote = placed.get(names[i])
-            if remote is None:
+            nbytes = int(round(d["mem_bytes"]))
+            if remote is None or nbytes == 0:  # nothing to move: the operator runs as if local
                 compute_plan[i] = (all_hosts[xi.name], t_local * xi.speed, None, 0, False)
             else:  # coherent: compute alone on the XPU, beside the remote access; else copy, then roofline
                 t_exec = t_compute if coherent else t_local
-                nbytes = int(round(d["mem_bytes"]))
                 compute_plan[i] = (all_hosts[xi.name], t_exec * xi.speed, all_hosts[remote], nbytes, coherent)
         else:
             fp = plan(d["kind"], d["algorithm"], d["scope"], d["bytes"])
