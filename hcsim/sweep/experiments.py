@@ -13,7 +13,7 @@ from typing import Any
 
 from hcsim.units import parse_bytes
 
-__all__ = ["allreduce", "transfer", "synthetic"]
+__all__ = ["allreduce", "llama2_13b", "transfer", "synthetic"]
 
 
 def _system(system: str, xpus: int, mix: str, cxl_bandwidth: str, cxl_latency: str):  # noqa: ANN202
@@ -56,6 +56,44 @@ def allreduce(
         "activities": s["activities"],
         "busiest_link": top.get("link"),
         "busiest_utilization": top.get("mean_utilization"),
+        "wall_s": r.wall_seconds,
+    }
+
+
+def llama2_13b(
+    system: str = "cxl",
+    xpus: int = 8,
+    mix: str = "H100",
+    coherent: bool | None = None,
+    algorithm: str = "ring",
+    iterations: int = 2,
+    batch: int = 1,
+    cxl_bandwidth: str = "128GBps",
+    cxl_latency: str = "200ns",
+) -> dict[str, Any]:
+    """LLaMA2-13B data-parallel training on a paper system: batch/s and where the time goes."""
+    from hcsim.engine import simulate
+    from hcsim.engine.report import summarize
+    from hcsim.platform import compile_platform
+    from hcsim.workload.llama2 import llama2_13b as build
+
+    topo = _system(system, xpus, mix, cxl_bandwidth, cxl_latency)
+    coherent = system == "cxl" if coherent is None else coherent
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "p.xml")
+        compile_platform(topo, path)
+        r = simulate(path, build(topo.xpus(), batch, algorithm), iterations, coherent=coherent, record_flows=False)
+    s = summarize(r)
+    per = s["per_xpu_per_iteration_s"]
+    return {
+        "iteration_s": s["steady_iteration_s"],
+        "batches_per_s": s["batches_per_s"],
+        "compute_s": per["compute"],
+        "communication_s": per["communication"],
+        "exposed_communication_s": per["exposed_communication"],
+        "memory_stall_s": per["memory_stall"],
+        "remote_operators": s["remote_vertices"],
+        "activities": s["activities"],
         "wall_s": r.wall_seconds,
     }
 
