@@ -1,0 +1,23 @@
+"""Paper Fig. 10: LLaMA2-13B throughput against CXL bandwidth (latency 200 ns), across scales.
+
+python experiments/fig10_bandwidth.py --quick
+python experiments/fig10_bandwidth.py -j 2 --executor dask
+"""
+
+from _study import parser, run_study
+
+from hcsim.units import parse_bandwidth
+
+args = parser(__doc__).parse_args()
+scales = [8, 16] if args.quick else [8, 16, 32, 64, 128]
+bandwidths = [16, 64, 256] if args.quick else [16, 32, 64, 128, 256, 512, 1024]
+run_study(
+    args,
+    "fig10_bandwidth",
+    [{"system": "cxl", "xpus": n, "cxl_bandwidth": f"{b}GBps"} for n in scales for b in bandwidths],
+    series=lambda t: f"{t['xpus']} XPUs",
+    x=lambda t: parse_bandwidth(t["cxl_bandwidth"]) / 1e9,
+    y="batches_per_s",
+    xlabel="CXL link bandwidth (GB/s)",
+    title="LLaMA2-13B vs CXL bandwidth (CXL system, H100, 200 ns)",
+)
