@@ -29,7 +29,7 @@ def run_study(
     title: str,
     log_x: bool = True,
 ) -> list[dict]:
-    """Run LLaMA2-13B at ``points``; write ``name``.jsonl/.csv/.png: ``y`` against ``x(row)``, a curve per ``series``."""
+    """Run LLaMA2-13B at ``points``; write ``name``.jsonl/.csv/.png (``y`` against ``x(row)``, by ``series``)."""
     spec = SweepSpec("hcsim.sweep.experiments:llama2_13b", fixed={"iterations": 2}, points=points)
     os.makedirs(args.out, exist_ok=True)
     name += "_quick" if args.quick else ""
