@@ -47,6 +47,12 @@ def test_paper_routes_use_the_expected_fabric():
     assert cxl.path(a, "r00s00.t3_0") == ("r00s00.xpu0", "r00s00.cxl", "r00s00.t3_0")
 
 
+def test_equal_latency_paths_prefer_faster_links():
+    # at 100 ns per CXL link, XPU -> CXL switch -> XPU ties XPU -> XPU switch -> XPU (2 x 100 ns)
+    topo = cxl_system(16, cxl_latency="100ns")
+    assert Router(topo).path("r00s00.xpu0", "r00s00.xpu5") == ("r00s00.xpu0", "r00s00.xsw", "r00s00.xpu5")
+
+
 def test_routes_are_symmetric_and_never_transit_a_host():
     topo = noncoherent_system(32)
     r = Router(topo)

@@ -9,8 +9,10 @@ them into the platform.
 Rules, identical for every caller (the compiler, the tests, the engine):
 
 * weight = latency; among equal-latency paths the one with fewer links wins, then the
-  first in a graph built in sorted node order (so the result does not depend on the
-  order nodes were added);
+  one with the smallest sum of 1/bandwidth (faster links), then the first in a graph
+  built in sorted node order (so the result does not depend on the order nodes were
+  added). Without the bandwidth rule, a 100 ns CXL path ties the XPU-switch path inside
+  a server and wins by name, at 128 instead of 900 GB/s;
 * hosts (XPUs, memory nodes) are endpoints, never transit, unless the topology sets
   ``graph["host_transit"] = True`` (direct-connect rings and tori);
 * a pinned route (:meth:`Topology.set_route`) replaces the computed one;
@@ -35,12 +37,16 @@ from hcsim.platform.topology import Topology
 
 __all__ = ["Router", "path_latency", "path_bandwidth"]
 
-_HOP = 1  # added to every link's weight so that fewer links win among equal latencies
-_SCALE = 1 << 24  # latency is counted in picoseconds, scaled above the hop count
+# A link's integer weight orders paths by latency, then by number of links, then by the
+# sum of 1/bandwidth (serialization time per byte): among equal-latency paths the one with
+# faster links wins. Each part is scaled above the largest sum the parts below can reach.
+_PER_BYTE_UNIT = 1e9  # 1 / (1 GB/s) counts 2**20
+_HOP = 1 << 44
+_LATENCY = 1 << 60  # per picosecond
 
 
-def _weight(latency: float) -> int:
-    return round(latency * 1e12) * _SCALE + _HOP
+def _weight(latency: float, bandwidth: float) -> int:
+    return round(latency * 1e12) * _LATENCY + _HOP + min(round((1 << 20) * _PER_BYTE_UNIT / bandwidth), _HOP // 4096)
 
 
 class Router:
@@ -74,7 +80,8 @@ class Router:
         for u in keep:
             for v in sorted(self.topology.adj[u]):
                 if v in keep_set and u < v:
-                    g.add_edge(u, v, w=_weight(self.topology.edges[u, v]["latency"]))
+                    e = self.topology.edges[u, v]
+                    g.add_edge(u, v, w=_weight(e["latency"], e["bandwidth"] * e.get("lanes", 1)))
         return g
 
     def shortest_paths(self, graph: nx.Graph, source: str, targets: Iterable[str]) -> dict[str, list[str]]:
