@@ -199,3 +199,21 @@ def test_outputs_are_written(servers, tmp_path):
     assert sum(int(line.split(",")[1]) for line in hist) == len(r.batch_size)
     assert summary["p50_latency_s"] <= summary["p99_latency_s"] and summary["p99_latency_ci95_s"] > 0
     assert (tmp_path / "out" / "batch_sizes.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_jsq_serves_the_jobs_left_waiting_for_their_max_delay(servers):
+    # the last jobs rarely fill a batch: with max_delay they wait, then must still be served
+    path, xpus = servers
+    one = np.array([0.5])
+    rr = serve(path, xpus[:1], one, linear_time(0.01, 0.01), max_delay=1.0)
+    jsq = serve(path, xpus[:1], one, linear_time(0.01, 0.01), max_delay=1.0, dispatch="jsq")
+    assert rr.latency[0] == pytest.approx(1.02, rel=1e-9) and jsq.latency[0] == pytest.approx(1.02, rel=1e-9)
+    f = FITS["P4"]
+    arr = arrival_times("poisson", 1.2 / f.alpha, 3_000, SEED)
+    r = serve(path, xpus, arr, linear_time(f.alpha, f.tau0), max_batch=4, max_delay=0.03, dispatch="jsq")
+    assert r.batch_size.sum() == len(arr)
+
+
+def test_a_one_row_table_is_refused():
+    with pytest.raises(HcsimError, match="at least 2 batch sizes"):
+        table_time({8: 100.0})

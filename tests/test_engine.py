@@ -232,3 +232,14 @@ def test_zero_byte_operations_complete(compiled):
     assert ends[("empty", 0)] == pytest.approx(ends[("big", 0)], rel=1e-12)
     barrier = ends[("barrier", 0)] - ends[("empty", 0)]
     assert barrier == pytest.approx(2 * (2e-6 + 1 / 1e10), rel=1e-9)
+
+
+def test_a_vertex_with_only_first_iteration_skips_starts_at_time_zero(compiled):
+    path = custom_pair(compiled)
+    w = Workload()
+    w.add_compute("A", 1e12, "x0", is_start=True)
+    w.add_compute("B", 1e12, "x1")
+    w.add_dependency("A", "B", skip_first_iteration=True)  # B's iteration k needs A's k-1: none for k = 0
+    r = simulate(path, w, iterations=2)
+    starts = {(row[0], row[1]): row[4] for row in r.trace}
+    assert starts[("B", 0)] == 0.0 and starts[("B", 1)] == pytest.approx(1.0, rel=1e-12)

@@ -255,8 +255,9 @@ def _run(
             launch(v, now)
 
     def controller() -> None:
+        # start vertices, and any vertex whose only dependencies skip the first iteration
         for v in range(len(names)):
-            if data[v].get("is_start") and ready(v):
+            if ready(v):
                 launch(v, 0.0)
         # the hot loop: one iteration per completed SimGrid activity; collective flows are
         # handled inline (no clock read, no helper call) unless they finish their vertex

@@ -111,6 +111,8 @@ def linear_time(alpha: float, tau0: float) -> Callable[[int], float]:
 
 def table_time(table: dict[int, float] | dict[int, tuple[float, float]]) -> Callable[[int], float]:
     """tau[b] = b / throughput, linear between measured batch sizes (and beyond, along the end segments)."""
+    if len(table) < 2:
+        raise HcsimError("a throughput table needs at least 2 batch sizes to interpolate tau[b]")
     bs = np.array(sorted(table), dtype=float)
     thr = np.array([table[int(b)][0] if isinstance(table[int(b)], tuple) else table[int(b)] for b in bs], dtype=float)
     tau = bs / thr
@@ -328,7 +330,7 @@ def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa:
 
     def controller() -> None:
         i = 0
-        while i < n or running:
+        while i < n or running or any(queues):  # queued jobs may still wait for their max_delay
             now = sg.Engine.clock
             t_next = arr[i] if i < n else inf
             if max_delay is not None:

@@ -13,6 +13,9 @@ import json
 import sys
 import traceback
 
+#: prefix of the answer line, so that stray output written at exit cannot be mistaken for it
+MARKER = "hcsim-point-answer: "
+
 
 def main() -> int:
     request = json.loads(sys.stdin.read())
@@ -27,7 +30,7 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - every failure is recorded with the point
         traceback.print_exc(file=sys.stderr)
         answer = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-    out.write(json.dumps(answer, default=str) + "\n")
+    out.write(MARKER + json.dumps(answer, default=str) + "\n")
     out.flush()
     return 0
 

@@ -35,6 +35,7 @@ from typing import Any
 from hcsim.errors import HcsimError
 from hcsim.files import check_output_path
 from hcsim.progress import progress_bar
+from hcsim.sweep.point import MARKER
 from hcsim.sweep.spec import Point, SweepSpec
 
 __all__ = ["run_point", "run_sweep", "read_results", "SweepReport"]
@@ -68,11 +69,20 @@ def run_point(function: str, point_id: str, params: dict[str, Any], timeout: flo
         row.update(status="timeout", error=f"point exceeded its timeout of {timeout} s", result=None)
         row["seconds"] = time.perf_counter() - t0
         return row
+    except OSError as exc:  # could not even start the point (no memory, too many files...)
+        row.update(status="error", error=f"could not start the point: {exc}", result=None)
+        row["seconds"] = time.perf_counter() - t0
+        return row
     row["seconds"] = time.perf_counter() - t0
-    lines = proc.stdout.strip().splitlines()
-    try:
-        answer = json.loads(lines[-1]) if lines else {}
-    except json.JSONDecodeError:
+    answer: Any = {}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                answer = json.loads(line[len(MARKER) :])
+            except json.JSONDecodeError:
+                answer = {}
+            break
+    if not isinstance(answer, dict):
         answer = {}
     if "result" in answer:
         row.update(status="ok", result=answer["result"], error=None)
@@ -132,10 +142,15 @@ class _ResultsFile:
 
 # ---------------------------------------------------------------------- executors
 def _local(spec: SweepSpec, points: list[Point], jobs: int) -> Iterator[dict[str, Any]]:
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    finished = False
+    try:
         futures = [pool.submit(run_point, spec.function, p.id, p.params, spec.timeout) for p in points]
         for fut in as_completed(futures):
             yield fut.result()
+        finished = True
+    finally:  # on Ctrl-C or an error, do not start the points still queued
+        pool.shutdown(wait=finished, cancel_futures=not finished)
 
 
 def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None) -> Iterator[dict[str, Any]]:
