@@ -135,6 +135,7 @@ def _run(
     # compute vertex -> (host, exec amount, remote host or None, remote bytes, concurrent?)
     compute_plan: list[tuple[Any, float, Any, int, bool] | None] = [None] * len(names)
     flow_plans: list[FlowPlan | None] = [None] * len(names)
+    flow_hosts: list[tuple[list[Any], list[Any]] | None] = [None] * len(names)  # SimGrid hosts of each flow
     for i, d in enumerate(data):
         if d["type"] == "compute":
             xi = info[d["location"]]
@@ -149,9 +150,8 @@ def _run(
                 compute_plan[i] = (all_hosts[xi.name], t_exec * xi.speed, all_hosts[remote], nbytes, coherent)
         else:
             fp = plan(d["kind"], d["algorithm"], d["scope"], d["bytes"])
-            fp.src = [all_hosts[h] for h in fp.src]  # type: ignore[misc]
-            fp.dst = [all_hosts[h] for h in fp.dst]  # type: ignore[misc]
             flow_plans[i] = fp
+            flow_hosts[i] = ([all_hosts[h] for h in fp.src], [all_hosts[h] for h in fp.dst])
 
     started = [0] * len(names)
     completed = [0] * len(names)
@@ -208,11 +208,12 @@ def _run(
                 start_flow(remote, host, nbytes, _Exec(v, k, now, 1), _COPY, -1)
             return
         fp = flow_plans[v]
+        src, dst = flow_hosts[v]
         counter[0] += len(fp)
         ex = _Exec(v, k, now, len(fp), list(fp.waits))
         for f, w in enumerate(ex.waits):
             if w == 0:
-                start_flow(fp.src[f], fp.dst[f], fp.size[f], ex, _FLOW, f)
+                start_flow(src[f], dst[f], fp.size[f], ex, _FLOW, f)
         if len(fp) == 0:
             finish(ex, now)
 
@@ -269,12 +270,13 @@ def _run(
             if tag == _FLOW:
                 fp = flow_plans[ex.v]
                 if record_flows:
-                    flows_rec.append((fp.src[f].name, fp.dst[f].name, fp.size[f], act.start_time, Engine.clock))
+                    flows_rec.append((fp.src[f], fp.dst[f], fp.size[f], act.start_time, Engine.clock))
                 waits = ex.waits
+                src, dst = flow_hosts[ex.v]
                 for g in fp.releases[f]:
                     waits[g] -= 1
                     if not waits[g]:
-                        c = sendto(fp.src[g], fp.dst[g], fp.size[g])
+                        c = sendto(src[g], dst[g], fp.size[g])
                         owner[c] = (_FLOW, ex, g)
                         push(c)
                 ex.pending -= 1
