@@ -1,0 +1,318 @@
+"""One run of a workload graph inside a SimGrid simulation (paper Fig. 5), steppable.
+
+An :class:`Execution` owns the state of one workload run: which vertex executions are
+in the container, which wait, and what each completed SimGrid activity releases. It
+does not own the loop. Whoever drives the simulation (the engine's controller actor in
+:mod:`.simulator`, or the cluster front end running many jobs at once on one platform)
+keeps one ``ActivitySet`` and an ``owner`` dict, and hands each completed activity back
+with :meth:`Execution.complete`. Several executions can thus share one simulation and
+really contend for links and XPUs.
+
+* **execution container**: the activities of running vertex executions; start vertices
+  enter at :meth:`Execution.start`;
+* **event trigger**: when a vertex execution completes, each successor whose
+  dependencies are met (and the vertex itself, for its next iteration) enters;
+* **iterations**: a vertex runs executions 0..K-1, one at a time. Execution k needs
+  execution k of each predecessor, or k-1 across a ``skip_first_iteration`` edge
+  (ignored for k = 0). The run is over when every vertex ran K times.
+
+A compute vertex becomes an ``Exec`` on its XPU (plus a ``Comm`` from its remote
+memory when its data is not local; see :mod:`.memory`); a communication vertex becomes
+the ``Comm`` flows of its algorithm (see :mod:`.collectives`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hcsim.engine.collectives import FlowPlan, plan
+from hcsim.engine.memory import Placement, XpuInfo
+from hcsim.errors import HcsimError
+from hcsim.workload.graph import Workload
+
+__all__ = ["Execution", "RunResult", "xpu_info"]
+
+# activity tags
+_EXEC, _COPY, _PART, _FLOW = 0, 1, 2, 3
+
+
+@dataclass
+class RunResult:
+    """Raw outcome of a run; :mod:`hcsim.engine.report` turns it into metrics and traces."""
+
+    iterations: int
+    coherent: bool
+    makespan: float
+    iteration_end: list[float]
+    # (vertex, iteration, host, kind, start, end, bytes, flops)
+    trace: list[tuple[str, int, str, str, float, float, float, float]]
+    # per XPU: (start, end) of compute, of communication it takes part in, of memory stall
+    compute: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    comm: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    stall: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    # flows: (src, dst, bytes, start, end)
+    flows: list[tuple[str, str, int, float, float]] = field(default_factory=list)
+    routes: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    link_bandwidth: dict[str, float] = field(default_factory=dict)
+    activities: int = 0
+    wall_seconds: float = 0.0  # host time spent in SimGrid's run loop (excludes loading the platform)
+    graph: dict[str, Any] = field(default_factory=dict)
+    placement: dict[str, str | None] = field(default_factory=dict)
+
+
+class _Exec:
+    """One execution (vertex v, iteration k) in the container."""
+
+    __slots__ = ("v", "k", "start", "pending", "waits", "mid")
+
+    def __init__(self, v: int, k: int, start: float, pending: int, waits: list[int] | None = None) -> None:
+        self.v, self.k, self.start, self.pending, self.waits, self.mid = v, k, start, pending, waits, start
+
+
+def xpu_info(host: Any) -> XpuInfo:
+    """What the engine needs to know of an XPU, read from the host properties the compiler writes."""
+
+    def num(key: str, default: float) -> float:
+        value = host.get_property(key)
+        return float(value) if value is not None else default
+
+    return XpuInfo(
+        name=host.name,
+        speed=host.speed,
+        fp16=num("fp16_flops", host.speed),
+        fp32=num("fp32_flops", host.speed),
+        capacity=num("memory", math.inf),
+        bandwidth=num("memory_bandwidth", math.inf),
+        host_memory=host.get_property("host_memory"),
+        cxl_memory=host.get_property("cxl_memory"),
+    )
+
+
+class Execution:
+    """The state of one workload run; the driver pushes and hands back its activities.
+
+    ``add(act, key)`` is the driver's hook: it must remember ``key`` for ``act`` (a
+    tuple ``(execution, tag, vertex execution, flow index)``), push ``act`` into its
+    ``ActivitySet``, and on completion call ``key[0].complete(act, *key[1:], now)``.
+    ``on_iteration(k, now)`` is called when every vertex has finished iteration k.
+    """
+
+    def __init__(
+        self,
+        sg: Any,
+        workload: Workload,
+        all_hosts: dict[str, Any],
+        iterations: int,
+        coherent: bool,
+        placement: Placement,
+        add: Callable[[Any, tuple], None],
+        *,
+        record_flows: bool = False,
+        record_trace: bool = True,
+        on_iteration: Callable[[int, float], None] | None = None,
+    ) -> None:
+        self.sg = sg
+        self.add = add
+        self.iterations = iterations
+        self.record_flows = record_flows
+        self.record_trace = record_trace
+        self.on_iteration = on_iteration
+        names = list(workload.nodes)
+        index = {n: i for i, n in enumerate(names)}
+        data = [workload.nodes[n] for n in names]
+        preds: list[list[tuple[int, bool]]] = [[] for _ in names]
+        succs: list[list[int]] = [[] for _ in names]
+        for u, v, skip in workload.edges(data="skip_first_iteration", default=False):
+            preds[index[v]].append((index[u], bool(skip)))
+            if index[v] not in succs[index[u]]:
+                succs[index[u]].append(index[v])
+        self.names, self.data, self.preds, self.succs = names, data, preds, succs
+
+        # ---- memory placement and per-vertex costs
+        info = {x: xpu_info(all_hosts[x]) for x in sorted({d["location"] for d in data if d["type"] == "compute"})}
+        placed: dict[str, str | None] = {}
+        for x, xi in info.items():
+            mine = [(n, d) for n, d in zip(names, data, strict=True) if d["type"] == "compute" and d["location"] == x]
+            placed.update(placement(xi, mine, coherent))
+        for n, where in placed.items():
+            if where is not None and where not in all_hosts:
+                raise HcsimError(f"vertex '{n}' is placed in memory host '{where}', which the platform does not have")
+
+        # compute vertex -> (host, exec amount, remote host or None, remote bytes, concurrent?)
+        compute_plan: list[tuple[Any, float, Any, int, bool] | None] = [None] * len(names)
+        flow_plans: list[FlowPlan | None] = [None] * len(names)
+        flow_hosts: list[tuple[list[Any], list[Any]] | None] = [None] * len(names)  # SimGrid hosts of each flow
+        for i, d in enumerate(data):
+            if d["type"] == "compute":
+                xi = info[d["location"]]
+                t_compute = d["flops"] / xi.rate(d["precision"])
+                t_local = max(t_compute, d["mem_bytes"] / xi.bandwidth)
+                remote = placed.get(names[i])
+                nbytes = int(round(d["mem_bytes"]))
+                if remote is None or nbytes == 0:  # nothing to move: the operator runs as if local
+                    compute_plan[i] = (all_hosts[xi.name], t_local * xi.speed, None, 0, False)
+                else:  # coherent: compute alone on the XPU, beside the remote access; else copy, then roofline
+                    t_exec = t_compute if coherent else t_local
+                    compute_plan[i] = (all_hosts[xi.name], t_exec * xi.speed, all_hosts[remote], nbytes, coherent)
+            else:
+                fp = plan(d["kind"], d["algorithm"], d["scope"], d["bytes"])
+                flow_plans[i] = fp
+                flow_hosts[i] = ([all_hosts[h] for h in fp.src], [all_hosts[h] for h in fp.dst])
+        self.compute_plan, self.flow_plans, self.flow_hosts = compute_plan, flow_plans, flow_hosts
+
+        self.started = [0] * len(names)
+        self.completed = [0] * len(names)
+        self.running = [False] * len(names)
+        self.per_iteration = [0] * iterations
+        self.iterations_done = 0
+        self.live = 0  # activities of this execution in the driver's set
+        self.result = RunResult(
+            iterations, coherent, 0.0, [0.0] * iterations, [], graph=dict(workload.graph), placement=placed
+        )
+
+    # ------------------------------------------------------------------ state
+    @property
+    def done(self) -> bool:
+        """Every vertex ran all its iterations."""
+        return self.iterations_done == self.iterations
+
+    def missing(self) -> list[int]:
+        """Vertices that have not run all iterations (a deadlock if nothing is live)."""
+        return [v for v in range(len(self.names)) if self.completed[v] < self.iterations]
+
+    def ready(self, v: int) -> bool:
+        k = self.started[v]
+        if k >= self.iterations or self.running[v]:
+            return False
+        completed = self.completed
+        for u, skip in self.preds[v]:
+            if skip:
+                if k and completed[u] < k:
+                    return False
+            elif completed[u] <= k:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ launching
+    def start(self, now: float) -> None:
+        """Launch start vertices, and any vertex whose only dependencies skip the first iteration."""
+        for v in range(len(self.names)):
+            if self.ready(v):
+                self.launch(v, now)
+
+    def _exec(self, host: Any, amount: float, ex: _Exec, tag: int) -> None:
+        act = self.sg.this_actor.exec_init(amount)
+        act.host = host
+        act.start()
+        self.live += 1
+        self.add(act, (self, tag, ex, 0))
+
+    def _flow(self, src: Any, dst: Any, size: int, ex: _Exec, tag: int, f: int) -> None:
+        self.live += 1
+        self.add(self.sg.Comm.sendto_async(src, dst, size), (self, tag, ex, f))
+
+    def launch(self, v: int, now: float) -> None:
+        k = self.started[v]
+        self.started[v] = k + 1
+        self.running[v] = True
+        cp = self.compute_plan[v]
+        result = self.result
+        if cp is not None:
+            host, amount, remote, nbytes, concurrent = cp
+            result.activities += 1 if remote is None else 2
+            if remote is None:
+                self._exec(host, amount, _Exec(v, k, now, 1), _EXEC)
+            elif concurrent:
+                ex = _Exec(v, k, now, 2)
+                self._exec(host, amount, ex, _PART)
+                self._flow(remote, host, nbytes, ex, _PART, -1)
+            else:
+                self._flow(remote, host, nbytes, _Exec(v, k, now, 1), _COPY, -1)
+            return
+        fp = self.flow_plans[v]
+        src, dst = self.flow_hosts[v]
+        result.activities += len(fp)
+        ex = _Exec(v, k, now, len(fp), list(fp.waits))
+        for f, w in enumerate(ex.waits):
+            if w == 0:
+                self._flow(src[f], dst[f], fp.size[f], ex, _FLOW, f)
+        if len(fp) == 0:
+            self.finish(ex, now)
+
+    # ------------------------------------------------------------------ completions
+    def complete(self, act: Any, tag: int, ex: _Exec, f: int, now: float) -> None:
+        """``act`` (one of ours) completed at ``now``: release what waits for it."""
+        self.live -= 1
+        if tag == _FLOW:  # the hot path: a collective's flow
+            fp = self.flow_plans[ex.v]
+            if self.record_flows:
+                self.result.flows.append((fp.src[f], fp.dst[f], fp.size[f], act.start_time, now))
+            waits = ex.waits
+            src, dst = self.flow_hosts[ex.v]
+            for g in fp.releases[f]:
+                waits[g] -= 1
+                if not waits[g]:
+                    self._flow(src[g], dst[g], fp.size[g], ex, _FLOW, g)
+            ex.pending -= 1
+            if not ex.pending:
+                self.finish(ex, now)
+            return
+        if tag == _EXEC:
+            self.finish(ex, now)
+        elif tag == _COPY:
+            host, amount, remote, nbytes, _ = self.compute_plan[ex.v]
+            if self.record_flows:
+                self.result.flows.append((remote.name, host.name, nbytes, ex.start, now))
+            ex.mid = now
+            self._exec(host, amount, ex, _EXEC)
+        else:  # _PART of a coherent remote operator
+            if f == -1:
+                if self.record_flows:
+                    host, _, remote, nbytes, _ = self.compute_plan[ex.v]
+                    self.result.flows.append((remote.name, host.name, nbytes, ex.start, now))
+            else:
+                ex.mid = now
+            ex.pending -= 1
+            if ex.pending == 0:
+                self.finish(ex, now)
+
+    def finish(self, ex: _Exec, now: float) -> None:
+        v = ex.v
+        self.running[v] = False
+        self.completed[v] += 1
+        self.per_iteration[ex.k] += 1
+        result = self.result
+        if self.record_trace:
+            d = self.data[v]
+            name = self.names[v]
+            if d["type"] == "compute":
+                host = d["location"]
+                result.trace.append((name, ex.k, host, "compute", ex.start, now, d["mem_bytes"], d["flops"]))
+                cp = self.compute_plan[v]
+                if cp[2] is None:
+                    result.compute.setdefault(host, []).append((ex.start, now))
+                elif cp[4]:  # coherent: compute ran from start to ex.mid, memory access to its own end
+                    result.compute.setdefault(host, []).append((ex.start, ex.mid))
+                    if now > ex.mid:
+                        result.stall.setdefault(host, []).append((ex.mid, now))
+                else:  # non-coherent: copy until ex.mid, then compute
+                    result.stall.setdefault(host, []).append((ex.start, ex.mid))
+                    result.compute.setdefault(host, []).append((ex.mid, now))
+            else:
+                result.trace.append((name, ex.k, "collective", d["kind"], ex.start, now, d["bytes"], 0.0))
+                for r in d["scope"]:
+                    result.comm.setdefault(r, []).append((ex.start, now))
+        if now > result.iteration_end[ex.k]:
+            result.iteration_end[ex.k] = now
+        if self.per_iteration[ex.k] == len(self.names):
+            self.iterations_done += 1
+            if self.on_iteration is not None:
+                self.on_iteration(ex.k, now)
+        for w in self.succs[v]:
+            if self.ready(w):
+                self.launch(w, now)
+        if self.ready(v):
+            self.launch(v, now)

@@ -1,0 +1,8 @@
+"""First come, first served: submission order; the head blocks the queue."""
+
+from hcsim.frontends.cluster.policies import Policy, register
+
+
+@register
+class FCFS(Policy):
+    name = "fcfs"

@@ -1,0 +1,25 @@
+"""Round-robin (preemptive): each job runs a time slice, then goes to the back of the queue."""
+
+from typing import Any
+
+from hcsim.frontends.cluster.policies import Policy, register
+
+
+@register
+class RoundRobin(Policy):
+    name = "rr"
+    preemptive = True
+
+    def __init__(self, slice: float = 3600.0) -> None:  # noqa: A002 - the scheduling term
+        if not slice > 0:
+            raise ValueError(f"slice {slice!r} is invalid (valid: seconds > 0)")
+        self.slice = float(slice)
+
+    def key(self, job: Any, now: float, scheduler: Any) -> tuple:
+        return (job.entered, job.seq)
+
+    def next_change(self, job: Any) -> float | None:
+        return job.base + self.slice
+
+    def on_change(self, job: Any, now: float) -> None:
+        job.entered, job.base = now, job.attained
