@@ -7,6 +7,7 @@ what is valid, exit status 2, no traceback, no partial output file.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -289,6 +290,75 @@ def _cmd_queue(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    from hcsim.frontends.cluster import simulate_cluster
+    from hcsim.frontends.cluster.outputs import summarize, write_outputs
+    from hcsim.frontends.cluster.traces import read_trace
+    from hcsim.platform import builders
+
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
+    if not os.path.isfile(args.trace):
+        raise HcsimError(f"--trace '{args.trace}' does not exist (valid: a Helios CSV, Philly JSON or SWF file)")
+    trace = read_trace(args.trace, args.format, sort=args.sort)
+    if not trace.jobs:
+        raise HcsimError(f"--trace '{args.trace}' has no jobs to schedule ({len(trace.skipped)} rows skipped)")
+    xpus = args.xpus
+    if xpus is None:  # the smallest paper system that holds the trace's largest job
+        xpus = max(8, -(-max(j.gpus for j in trace.jobs) // 8) * 8)
+    if xpus < 8 or xpus % 8:
+        raise HcsimError(f"--xpus {xpus} is invalid (valid: a positive multiple of 8, the server size)")
+    topo = builders.cxl_system(xpus) if args.system == "cxl" else builders.noncoherent_system(xpus)
+    partitions = None
+    if args.partitions:
+        partitions = {}
+        for item in args.partitions.split(","):
+            name, _, count = item.partition("=")
+            if not count.strip().isdigit():
+                raise HcsimError(f"--partitions item {item!r} is invalid (valid: name=nodes, e.g. train=96,dev=32)")
+            partitions[name.strip()] = int(count)
+    options: dict[str, object] = {}
+    if args.slice is not None:
+        options["slice"] = args.slice
+    if args.quanta is not None:
+        try:
+            options["quanta"] = tuple(float(q) for q in args.quanta.split(","))
+        except ValueError:
+            raise HcsimError(f"--quanta {args.quanta!r} is invalid (valid: seconds, e.g. 3250,7200,18000)") from None
+    result = simulate_cluster(
+        topo,
+        trace,
+        policy_name=args.policy,
+        placement_name=args.placement,
+        migration=args.migration,
+        overhead=args.overhead,
+        partitions=partitions,
+        policy_options=options,
+    )
+    summary = write_outputs(result, trace.jobs, args.out, args.snapshot) if args.out else summarize(result)
+    print(f"{len(trace.jobs)} jobs ({len(trace.skipped)} rows skipped) on {xpus} GPUs, {args.system} system")
+    migration = "on" if args.migration else "off"
+    print(f"policy {summary['policy']}, placement {summary['placement']}, migration {migration}")
+    print(f"completed {summary['completed']}, rejected {summary['rejected']}")
+    for r in summary["rejections"][:3]:
+        print(f"  rejected job {r['job_id']}: {r['reason']}")
+    print(f"JCT mean {summary['jct_mean']:.6g} s, p50 {summary['jct_p50']:.6g} s, p99 {summary['jct_p99']:.6g} s")
+    print(f"wait mean {summary['wait_mean']:.6g} s, makespan {summary['makespan']:.6g} s")
+    print(f"GPU utilization {summary['utilization']:.4f}, GPUs per used node {summary['gpus_per_used_node']:.3f}")
+    print(f"preemptions {summary['preemptions']}, migrations {summary['migrations']}")
+    jobs_per_s = len(trace.jobs) / result.wall_seconds if result.wall_seconds > 0 else math.inf
+    print(f"simulated in {result.wall_seconds:.2f} s ({jobs_per_s:.0f} jobs/s)")
+    if args.out:
+        print(f"wrote {args.out}/jobs.csv, summary.json, series.csv/png, trace.json, gpus_*.png")
+    return 0
+
+
+def _cmd_queues(args: argparse.Namespace) -> int:
+    from hcsim.frontends.queue_selection import run_from_arguments
+
+    return run_from_arguments(args)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from hcsim.demo import run_demo
 
@@ -375,6 +445,29 @@ def make_parser() -> argparse.ArgumentParser:
     qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch (J), for eta")
     qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
     qu.set_defaults(func=_cmd_queue)
+
+    cl = sub.add_parser("cluster", help="multi-tenant GPU cluster: schedule a job trace on a platform (AnalySIM)")
+    cl.add_argument("--trace", required=True, help="job trace: Helios cluster_log.csv, Philly JSON or SWF")
+    cl.add_argument("--format", choices=("helios", "philly", "swf"), help="trace format (default: guessed)")
+    cl.add_argument("--policy", default="fcfs", help="fcfs, easy, sjf, las, rr, mlfq, las-mlfq (default fcfs)")
+    cl.add_argument("--placement", default="best-fit", help="first-fit, best-fit, free-gpu (default best-fit)")
+    cl.add_argument("--migration", action="store_true", help="migrate jobs to free nodes when a job ends")
+    cl.add_argument("--overhead", type=float, default=8.0, help="preemption/migration overhead, s (default 8)")
+    cl.add_argument("--xpus", type=int, help="GPUs of the cluster (default: the largest job, rounded up to 8)")
+    cl.add_argument("--system", choices=("noncoherent", "cxl"), default="noncoherent", help="platform (Fig. 6)")
+    cl.add_argument("--partitions", help="nodes per partition, e.g. train=96,dev=32 (default: one)")
+    cl.add_argument("--slice", type=float, help="rr: time slice, s (default 3600)")
+    cl.add_argument("--quanta", help="mlfq, las-mlfq: quanta, s (default 3250,7200,18000)")
+    cl.add_argument("--sort", action="store_true", help="sort a trace whose rows are not in submit order")
+    cl.add_argument("--snapshot", type=float, action="append", help="GPU picture at this time, s (repeatable)")
+    cl.add_argument("--out", help="directory for jobs.csv, summary.json, series.csv/png, trace.json, gpus_*.png")
+    cl.set_defaults(func=_cmd_cluster)
+
+    qs = sub.add_parser("queues", help="queue selection for batch supercomputers (Kawanami): Random/MQL/MAQL/Offset")
+    from hcsim.frontends.queue_selection import add_arguments as _queues_arguments
+
+    _queues_arguments(qs)
+    qs.set_defaults(func=_cmd_queues)
 
     demo = sub.add_parser("demo", help="build the CXL system, simulate transfers in SimGrid, draw it")
     demo.add_argument("--xpus", type=int, default=32, help="scale of the demo system (default 32)")

@@ -362,6 +362,14 @@ class _Scheduler:
             self.n_pending += 1
 
     def preempt(self, js: JobState, now: float, overhead: float) -> None:
+        act = js.act
+        if act is not None and self.owner[act][2] == _TRACE and act.remaining <= _EPS * act.host.speed:
+            self.owner.pop(act)  # it ends at this instant anyway: a completion, not a preemption
+            self.set.erase(act)
+            js.act = None
+            js.remaining = 0.0
+            self.stop(js, now, finished=True)
+            return
         self.stop(js, now, finished=False)
         js.pending_overhead = overhead
         js.record.preemptions += 1
@@ -539,6 +547,10 @@ class _Scheduler:
             changed = False
             if act is not None:
                 changed = self.completed(act, now)
+            if (i < n_arrivals and states[i].submit <= now + _EPS) or (timers and timers[0][0] <= now + _EPS):
+                # other jobs may end at this very instant: account for them before ranking anyone
+                while not s.empty() and (done := s.test_any()) is not None:
+                    changed = self.completed(done, now) or changed
             while i < n_arrivals and states[i].submit <= now + _EPS:
                 js = states[i]
                 self.pending[js.partition].append(js)

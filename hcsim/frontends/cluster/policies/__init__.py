@@ -64,5 +64,5 @@ def policy(name: str, **options: Any) -> Policy:
         raise HcsimError(f"policy {name!r} is unknown (valid: {', '.join(sorted(POLICIES))})")
     try:
         return POLICIES[key](**options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise HcsimError(f"policy {key!r}: {exc}") from None
