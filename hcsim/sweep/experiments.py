@@ -13,7 +13,7 @@ from typing import Any
 
 from hcsim.units import parse_bytes
 
-__all__ = ["allreduce", "llama2_13b", "transfer", "synthetic"]
+__all__ = ["allreduce", "cluster_policy", "llama2_13b", "transfer", "synthetic"]
 
 
 def _system(system: str, xpus: int, mix: str, cxl_bandwidth: str, cxl_latency: str):  # noqa: ANN202
@@ -119,6 +119,50 @@ def transfer(
         compile_platform(topo, path)
         (t,) = simulate_transfers(path, [(names[src], names[dst], parse_bytes(nbytes))])
     return {"seconds": t}
+
+
+def cluster_trace(trace: str, jobs: int, seed: int, xpus: int, load: float):  # noqa: ANN201 - returns a Trace
+    """The job trace of a cluster study: ``helios-like`` (synthetic, at ``load``) or a trace file."""
+    from hcsim.frontends.cluster.traces import read_trace, synthetic_trace
+
+    if trace != "helios-like":
+        return read_trace(trace)
+    probe = synthetic_trace(jobs, seed=seed, mean_interarrival=1.0)
+    demand = sum(j.gpus * (j.duration or 0.0) for j in probe.jobs) / jobs  # GPU-seconds per job
+    return synthetic_trace(jobs, seed=seed, mean_interarrival=demand / (xpus * load))
+
+
+def cluster_policy(
+    trace: str = "helios-like",
+    policy: str = "fcfs",
+    placement: str = "best-fit",
+    migration: bool = False,
+    xpus: int = 1024,
+    jobs: int = 10_000,
+    seed: int = 1,
+    load: float = 0.9,
+) -> dict[str, Any]:
+    """One cluster run (AnalySIM study): mean JCT and friends of ``policy`` x ``placement`` on a trace."""
+    from hcsim.frontends.cluster import simulate_cluster
+    from hcsim.frontends.cluster.outputs import summarize
+    from hcsim.platform import builders
+
+    tr = cluster_trace(trace, jobs, seed, xpus, load)
+    result = simulate_cluster(
+        builders.noncoherent_system(xpus), tr, policy_name=policy, placement_name=placement, migration=migration
+    )
+    s = summarize(result)
+    keys = ("jct_mean", "jct_p50", "jct_p99", "wait_mean", "makespan", "utilization", "gpus_per_used_node")
+    out: dict[str, Any] = {k: s[k] for k in keys}
+    out.update(
+        jobs=s["jobs"],
+        rejected=s["rejected"],
+        preemptions=s["preemptions"],
+        migrations=s["migrations"],
+        pending_mean=s["pending_mean"],
+        wall_s=result.wall_seconds,
+    )
+    return out
 
 
 def synthetic(seconds: float = 0.0, value: float = 0.0, fail: bool = False, spin: bool = False) -> dict[str, Any]:
