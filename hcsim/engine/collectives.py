@@ -16,6 +16,10 @@ one step really run at once and contend with all other traffic on the platform.
 * alltoall (direct): every rank sends S/N to every other rank at once.
 * p2p: one flow of S from scope[0] to scope[1].
 
+A collective may stand for a larger one (``group`` > len(scope)): a folded data-parallel
+run simulates a few representative ranks, but each ring step still moves S/group bytes
+and there are still 2(group-1) steps (see :mod:`hcsim.platform.folding`).
+
 Chunk sizes are rounded to whole bytes (SimGrid transfers integers). SimGrid 4.1 never
 completes a zero-byte communication (its deadlock detector fires), so a flow that would
 carry 0 bytes (a barrier, or a chunk rounding to 0) carries 1 byte: it costs its
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FlowPlan", "plan"]
+__all__ = ["RING_KINDS", "FlowPlan", "plan", "ring_steps"]
 
 
 @dataclass
@@ -73,17 +77,36 @@ def _chain(order: list[str], nbytes: int) -> FlowPlan:
     )
 
 
-def plan(kind: str, algorithm: str, scope: list[str], nbytes: float) -> FlowPlan:
-    """The flows of a communication vertex (kinds and algorithms as in the workload graph)."""
+RING_KINDS = ("allreduce", "reduce_scatter", "allgather")
+
+
+def ring_steps(kind: str, algorithm: str, n: int) -> int:
+    """Steps of a ring collective over ``n`` ranks."""
+    if kind == "allreduce" and algorithm != "coherent_ring":
+        return 2 * (n - 1)
+    return n - 1
+
+
+def plan(
+    kind: str, algorithm: str, scope: list[str], nbytes: float, group: int | None = None, compact: bool = False
+) -> FlowPlan:
+    """The flows of a communication vertex (kinds and algorithms as in the workload graph).
+
+    ``group``: the number of ranks the collective stands for (default ``len(scope)``);
+    ``compact``: for ring collectives, list one step's flows only (``steps`` says how
+    many), for engines that run the steps themselves.
+    """
     n = len(scope)
+    g = n if group is None else group
     whole = max(1, int(round(nbytes)))
-    chunk = max(1, int(round(nbytes / n)))
+    chunk = max(1, int(round(nbytes / g)))
+    if kind in RING_KINDS:
+        steps = ring_steps(kind, algorithm, g)
+        fp = _ring(scope, chunk, min(1, steps) if compact else steps)
+        fp.steps = steps
+        return fp
     if kind == "p2p":
         return FlowPlan([scope[0]], [scope[1]], [whole], [0], [[]], 1)
-    if kind == "allreduce":
-        return _ring(scope, chunk, (n - 1) if algorithm == "coherent_ring" else 2 * (n - 1))
-    if kind in ("reduce_scatter", "allgather"):
-        return _ring(scope, chunk, n - 1)
     if kind == "broadcast":
         return _chain(scope, whole)
     if kind == "reduce":

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hcsim.engine.collectives import FlowPlan, plan
+from hcsim.engine.collectives import RING_KINDS, FlowPlan, plan
 from hcsim.engine.memory import Placement, XpuInfo
 from hcsim.errors import HcsimError
 from hcsim.workload.graph import Workload
@@ -36,7 +36,7 @@ from hcsim.workload.graph import Workload
 __all__ = ["Execution", "RunResult", "xpu_info"]
 
 # activity tags
-_EXEC, _COPY, _PART, _FLOW = 0, 1, 2, 3
+_EXEC, _COPY, _PART, _FLOW, _STEP, _TIMER = 0, 1, 2, 3, 4, 5
 
 
 @dataclass
@@ -57,7 +57,8 @@ class RunResult:
     flows: list[tuple[str, str, int, float, float]] = field(default_factory=list)
     routes: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     link_bandwidth: dict[str, float] = field(default_factory=dict)
-    activities: int = 0
+    activities: int = 0  # SimGrid activities started
+    memoized_flows: int = 0  # flows of memoized ring steps: accounted for, not simulated one by one
     wall_seconds: float = 0.0  # host time spent in SimGrid's run loop (excludes loading the platform)
     graph: dict[str, Any] = field(default_factory=dict)
     placement: dict[str, str | None] = field(default_factory=dict)
@@ -70,6 +71,19 @@ class _Exec:
 
     def __init__(self, v: int, k: int, start: float, pending: int, waits: list[int] | None = None) -> None:
         self.v, self.k, self.start, self.pending, self.waits, self.mid = v, k, start, pending, waits, start
+
+
+class _Ring(_Exec):
+    """A ring collective run step by step (memoize mode), with its fast-forward state."""
+
+    __slots__ = ("steps", "done_steps", "left", "step_start", "quiet", "prev", "ff", "gen")
+
+    def __init__(self, v: int, k: int, start: float, steps: int) -> None:
+        super().__init__(v, k, start, 0)
+        self.steps, self.done_steps, self.left = steps, 0, 0
+        self.step_start, self.quiet, self.prev = start, True, -1.0
+        self.ff: tuple[float, float, int] | None = None  # (since, step duration, steps covered)
+        self.gen = 0
 
 
 def xpu_info(host: Any) -> XpuInfo:
@@ -98,6 +112,16 @@ class Execution:
     tuple ``(execution, tag, vertex execution, flow index)``), push ``act`` into its
     ``ActivitySet``, and on completion call ``key[0].complete(act, *key[1:], now)``.
     ``on_iteration(k, now)`` is called when every vertex has finished iteration k.
+
+    ``memoize`` (needs the driver's ``add_timer(at, key)``, whose key comes back through
+    :meth:`timer`): ring collectives run step by step, all flows of a step at once. A
+    ring step on a network whose flow set does not change takes the same time as the
+    step before it (max-min rates are constant while no flow starts or ends), so after
+    two such *quiet* steps of equal duration d the remaining r steps are skipped with one
+    timer of r*d. Any flow of this run starting or ending meanwhile interrupts the skip:
+    the whole steps elapsed are kept and the current step resumes with the bytes it had
+    left. Memoize assumes this run is alone on the platform (other drivers' flows are
+    not seen).
     """
 
     def __init__(
@@ -113,7 +137,14 @@ class Execution:
         record_flows: bool = False,
         record_trace: bool = True,
         on_iteration: Callable[[int, float], None] | None = None,
+        memoize: bool = False,
+        add_timer: Callable[[float, tuple], None] | None = None,
     ) -> None:
+        if memoize and add_timer is None:
+            raise ValueError("memoize needs the driver's add_timer hook")
+        self.memoize = memoize
+        self.add_timer = add_timer
+        self.rings: list[_Ring] = []  # ring collectives in progress (memoize mode)
         self.sg = sg
         self.add = add
         self.iterations = iterations
@@ -158,7 +189,8 @@ class Execution:
                     t_exec = t_compute if coherent else t_local
                     compute_plan[i] = (all_hosts[xi.name], t_exec * xi.speed, all_hosts[remote], nbytes, coherent)
             else:
-                fp = plan(d["kind"], d["algorithm"], d["scope"], d["bytes"])
+                compact = memoize and d["kind"] in RING_KINDS
+                fp = plan(d["kind"], d["algorithm"], d["scope"], d["bytes"], d.get("group"), compact=compact)
                 flow_plans[i] = fp
                 flow_hosts[i] = ([all_hosts[h] for h in fp.src], [all_hosts[h] for h in fp.dst])
         self.compute_plan, self.flow_plans, self.flow_hosts = compute_plan, flow_plans, flow_hosts
@@ -213,6 +245,69 @@ class Execution:
     def _flow(self, src: Any, dst: Any, size: int, ex: _Exec, tag: int, f: int) -> None:
         self.live += 1
         self.add(self.sg.Comm.sendto_async(src, dst, size), (self, tag, ex, f))
+        if self.rings:
+            self._network_changed(ex, self.sg.Engine.clock)
+
+    # ------------------------------------------------------------------ memoized rings
+    def _network_changed(self, owner: _Exec, now: float) -> None:
+        """A flow started or ended: no ring step running now is quiet; skips stop here."""
+        for r in self.rings:
+            if r is not owner:
+                r.quiet = False
+                if r.ff is not None:
+                    self._interrupt(r, now)
+
+    def _step(self, r: _Ring, now: float, size: int) -> None:
+        fp = self.flow_plans[r.v]
+        src, dst = self.flow_hosts[r.v]
+        r.step_start, r.quiet, r.left = now, True, len(fp)
+        self.result.activities += len(fp)
+        for f in range(len(fp)):
+            self._flow(src[f], dst[f], size, r, _STEP, f)
+
+    def _step_done(self, r: _Ring, now: float) -> None:
+        r.done_steps += 1
+        if r.done_steps >= r.steps:
+            self.rings.remove(r)
+            self.finish(r, now)
+            return
+        d = now - r.step_start
+        if r.quiet and r.prev >= 0 and abs(d - r.prev) <= 1e-9 * d:
+            left = r.steps - r.done_steps
+            r.ff = (now, d, left)
+            r.gen += 1
+            self.add_timer(now + left * d, (self, _TIMER, r, r.gen))  # type: ignore[misc]
+            return
+        r.prev = d if r.quiet else -1.0
+        self._step(r, now, self.flow_plans[r.v].size[0])
+
+    def _interrupt(self, r: _Ring, now: float) -> None:
+        since, d, left = r.ff  # type: ignore[misc]
+        elapsed = (now - since) / d
+        whole = int(elapsed + 1e-9)
+        if whole >= left:  # the skip ends at this very instant: let its timer finish the ring
+            return
+        r.ff = None
+        r.gen += 1  # cancels the timer
+        r.done_steps += whole
+        n = len(self.flow_plans[r.v])
+        self.result.memoized_flows += whole * n
+        part = max(0.0, elapsed - whole)
+        chunk = self.flow_plans[r.v].size[0]
+        self._step(r, now, max(1, int(round(chunk * (1.0 - part)))))
+        r.quiet, r.prev = False, -1.0  # a partial step measures nothing
+
+    def timer(self, key: tuple, now: float) -> None:
+        """The driver's timer ``key`` (from ``add_timer``) is due: a skipped ring ends."""
+        _, _, r, gen = key
+        if gen != r.gen or r.ff is None:
+            return  # cancelled by an interruption
+        _, _, left = r.ff
+        r.ff = None
+        self.result.memoized_flows += left * len(self.flow_plans[r.v])
+        r.done_steps = r.steps
+        self.rings.remove(r)
+        self.finish(r, now)
 
     def launch(self, v: int, now: float) -> None:
         k = self.started[v]
@@ -233,6 +328,11 @@ class Execution:
                 self._flow(remote, host, nbytes, _Exec(v, k, now, 1), _COPY, -1)
             return
         fp = self.flow_plans[v]
+        if self.memoize and self.data[v]["kind"] in RING_KINDS and fp.steps > 0:
+            r = _Ring(v, k, now, fp.steps)
+            self.rings.append(r)
+            self._step(r, now, fp.size[0])
+            return
         src, dst = self.flow_hosts[v]
         result.activities += len(fp)
         ex = _Exec(v, k, now, len(fp), list(fp.waits))
@@ -246,6 +346,13 @@ class Execution:
     def complete(self, act: Any, tag: int, ex: _Exec, f: int, now: float) -> None:
         """``act`` (one of ours) completed at ``now``: release what waits for it."""
         self.live -= 1
+        if self.rings and tag != _EXEC and (tag != _PART or f == -1):
+            self._network_changed(ex, now)
+        if tag == _STEP:
+            ex.left -= 1
+            if not ex.left:
+                self._step_done(ex, now)  # type: ignore[arg-type]
+            return
         if tag == _FLOW:  # the hot path: a collective's flow
             fp = self.flow_plans[ex.v]
             if self.record_flows:

@@ -27,6 +27,7 @@ the compiler), so any SimGrid platform with those properties can be used.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sys
 import time
@@ -50,6 +51,7 @@ def _run(
     placement: Placement,
     record_flows: bool,
     progress: bool,
+    memoize: bool = False,
 ) -> RunResult:
     sg = import_simgrid()
     engine = load_platform(platform)
@@ -62,10 +64,16 @@ def _run(
     pending_set = sg.ActivitySet()
     owner: dict[Any, tuple] = {}
     push = pending_set.push
+    timers: list[tuple[float, int, tuple]] = []
+    seq = [0]
 
     def add(act: Any, key: tuple) -> None:
         owner[act] = key
         push(act)
+
+    def add_timer(at: float, key: tuple) -> None:
+        seq[0] += 1
+        heapq.heappush(timers, (at, seq[0], key))
 
     bar = progress_bar(iterations, "simulating", "iteration", show=True, leave=False) if progress else None
 
@@ -84,18 +92,43 @@ def _run(
         add,
         record_flows=record_flows,
         on_iteration=on_iteration,
+        memoize=memoize,
+        add_timer=add_timer,
     )
     result = run.result
-    Engine = sg.Engine
+    Engine, this_actor, Timeout = sg.Engine, sg.this_actor, sg.TimeoutException
 
     def controller() -> None:
         run.start(0.0)
-        # the hot loop: one iteration per completed SimGrid activity
-        wait_any, empty, pop, complete = pending_set.wait_any, pending_set.empty, owner.pop, run.complete
-        while not empty():
-            act = wait_any()
-            _, tag, ex, f = pop(act)
-            complete(act, tag, ex, f, Engine.clock)
+        # the hot loop: one iteration per completed SimGrid activity (timers only in memoize mode)
+        wait_any, wait_for, empty, pop, complete = (
+            pending_set.wait_any,
+            pending_set.wait_any_for,
+            pending_set.empty,
+            owner.pop,
+            run.complete,
+        )
+        while True:
+            if not timers:
+                if empty():
+                    break
+                act = wait_any()
+                _, tag, ex, f = pop(act)
+                complete(act, tag, ex, f, Engine.clock)
+                continue
+            at = timers[0][0]
+            if empty():
+                this_actor.sleep_until(at)
+            else:
+                try:
+                    act = wait_for(max(0.0, at - Engine.clock))
+                    _, tag, ex, f = pop(act)
+                    complete(act, tag, ex, f, Engine.clock)
+                except Timeout:
+                    pass
+            now = Engine.clock
+            while timers and timers[0][0] <= now + 1e-12 * (1.0 + now):
+                run.timer(heapq.heappop(timers)[2], now)
 
     controller_host = all_hosts[sorted(xpus)[0]]
     sg.Actor.create("hcsim-engine", controller_host, controller)
@@ -170,12 +203,16 @@ def simulate(
     placement: Placement = fill_local_first,
     record_flows: bool = True,
     progress: bool | None = None,
+    memoize: bool = False,
 ) -> RunResult:
     """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
 
     ``coherent`` chooses the memory semantics of remote data (paper Fig. 3 b/c);
     ``record_flows`` keeps every flow for link statistics (off for the fastest runs);
-    ``progress`` shows a bar of iterations done (default: when stderr is a terminal).
+    ``progress`` shows a bar of iterations done (default: when stderr is a terminal);
+    ``memoize`` runs ring collectives step by step and skips the steps that repeat on an
+    unchanged network (see :class:`~hcsim.engine.execution.Execution`; flows of skipped
+    steps are counted in ``memoized_flows``, not recorded one by one).
     """
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise HcsimError(f"iterations {iterations!r} is invalid (valid: an integer >= 1)")
@@ -184,4 +221,4 @@ def simulate(
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
     show = sys.stderr.isatty() if progress is None else progress
-    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows, show)
+    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows, show, memoize)

@@ -180,6 +180,7 @@ class _Scheduler:
         self.n_pending = self.n_running = 0
         self.user_done: dict[str, float] = {}
         self.user_running: dict[str, list[JobState]] = {}
+        self.service_at, self.service_cache = -1.0, {}
         self.timers: list[tuple[float, int, int]] = []
         self.set = sg.ActivitySet()
         self.owner: dict[Any, tuple] = {}
@@ -200,10 +201,15 @@ class _Scheduler:
 
     # ------------------------------------------------------------------ bookkeeping
     def user_service(self, user: str, now: float) -> float:
-        """GPU-seconds of service ``user``'s jobs attained up to ``now`` (for LAS)."""
-        s = self.user_done.get(user, 0.0)
-        for js in self.user_running.get(user, ()):
-            s += js.gpus * js.attained_at(now)
+        """GPU-seconds of service ``user``'s jobs attained up to ``now`` (for LAS; cached per instant)."""
+        if self.service_at != now:
+            self.service_at, self.service_cache = now, {}
+        s = self.service_cache.get(user)
+        if s is None:
+            s = self.user_done.get(user, 0.0)
+            for js in self.user_running.get(user, ()):
+                s += js.gpus * (js.attained_at(now) - js.att0)
+            self.service_cache[user] = s
         return s
 
     def note(self, now: float) -> None:
