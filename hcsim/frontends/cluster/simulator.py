@@ -91,7 +91,8 @@ class JobState:
     __slots__ = (
         "index", "job", "seq", "submit", "gpus", "shape", "estimate", "user", "partition", "remaining",
         "attained", "mark", "att0", "level", "entered", "base", "alloc", "state", "seg_start", "seg_overhead",
-        "pending_overhead", "act", "execution", "iterations_done", "timer_gen", "record", "wanted", "fresh",
+        "pending_overhead", "act", "act_tag", "end_gen", "execution", "iterations_done", "timer_gen", "record",
+        "wanted", "fresh",
     )  # fmt: skip
 
     def __init__(self, index: int, job: Job, shape: list[int], partition: str, record: JobRecord) -> None:
@@ -108,6 +109,7 @@ class JobState:
         self.state = "pending"
         self.seg_start = self.seg_overhead = self.pending_overhead = 0.0
         self.act: Any = None
+        self.act_tag, self.end_gen = _TRACE, 0
         self.execution: Any = None
         self.iterations_done = 0
         self.timer_gen = 0
@@ -182,6 +184,7 @@ class _Scheduler:
         self.user_running: dict[str, list[JobState]] = {}
         self.service_at, self.service_cache = -1.0, {}
         self.timers: list[tuple[float, int, int]] = []
+        self.ends: list[tuple[float, int, int]] = []  # (end, job seq, generation) of jobs' own execs
         self.set = sg.ActivitySet()
         self.owner: dict[Any, tuple] = {}
         self.exec_job: dict[int, JobState] = {}  # id(Execution) -> its job
@@ -269,20 +272,26 @@ class _Scheduler:
             rec.start = now
         host = self.gpu_hosts[js.alloc[0]]
         if js.job.workload is None:
-            self.exec(host, js.seg_overhead + js.remaining, js, _TRACE)
+            self.exec(host, js.seg_overhead + js.remaining, js, _TRACE, now)
         elif js.seg_overhead > 0:
-            self.exec(host, js.seg_overhead, js, _OVERHEAD)
+            self.exec(host, js.seg_overhead, js, _OVERHEAD, now)
         else:
             self.run_workload(js, now)
         self.arm(js, now)
 
-    def exec(self, host: Any, seconds: float, js: JobState, tag: int) -> None:
+    def exec(self, host: Any, seconds: float, js: JobState, tag: int, now: float) -> None:
+        """Run ``seconds`` of a job's own work on its first GPU.
+
+        The GPU is the job's alone, so SimGrid ends the exec at now + seconds; the
+        scheduler keeps that instant in a heap and sleeps until it, instead of making
+        SimGrid scan every running job's exec at every wake-up (wait_any is linear).
+        """
         act = self.sg.this_actor.exec_init(seconds * host.speed)
         act.host = host
         act.start()
-        js.act = act
-        self.owner[act] = (None, js, tag)
-        self.set.push(act)
+        js.act, js.act_tag = act, tag
+        js.end_gen += 1
+        heapq.heappush(self.ends, (now + seconds, js.seq, js.end_gen))
 
     def run_workload(self, js: JobState, now: float) -> None:
         from hcsim.engine.execution import Execution
@@ -331,14 +340,12 @@ class _Scheduler:
         if js.act is not None:
             act = js.act
             if not finished:
-                tag = self.owner[act][2]
                 left = act.remaining / act.host.speed
                 act.cancel()
-                if tag == _TRACE:
+                if js.act_tag == _TRACE:
                     js.remaining = min(js.remaining, left)
-            self.owner.pop(act, None)
-            self.set.erase(act)
             js.act = None
+            js.end_gen += 1
         if js.execution is not None:
             ex = js.execution
             if not finished:
@@ -369,11 +376,8 @@ class _Scheduler:
 
     def preempt(self, js: JobState, now: float, overhead: float) -> None:
         act = js.act
-        if act is not None and self.owner[act][2] == _TRACE and act.remaining <= _EPS * act.host.speed:
-            self.owner.pop(act)  # it ends at this instant anyway: a completion, not a preemption
-            self.set.erase(act)
-            js.act = None
-            js.remaining = 0.0
+        if act is not None and js.act_tag == _TRACE and act.remaining <= _EPS * act.host.speed:
+            js.remaining = 0.0  # it ends at this instant anyway: a completion, not a preemption
             self.stop(js, now, finished=True)
             return
         self.stop(js, now, finished=False)
@@ -530,12 +534,16 @@ class _Scheduler:
         states = self.states
         n_arrivals, i = len(states), 0
         s = self.set
-        timers = self.timers
+        timers, ends = self.timers, self.ends
         by_seq = {js.seq: js for js in states}
         while True:
             nxt = states[i].submit if i < n_arrivals else math.inf
             if timers and timers[0][0] < nxt:
                 nxt = timers[0][0]
+            while ends and by_seq[ends[0][1]].end_gen != ends[0][2]:
+                heapq.heappop(ends)  # cancelled by a preemption
+            if ends and ends[0][0] < nxt:
+                nxt = ends[0][0]
             act = None
             if s.empty():
                 if nxt == math.inf:
@@ -553,6 +561,11 @@ class _Scheduler:
             changed = False
             if act is not None:
                 changed = self.completed(act, now)
+            while ends and ends[0][0] <= now + _EPS:  # jobs' own execs ending now (first: they free GPUs)
+                _, seq, gen = heapq.heappop(ends)
+                js = by_seq[seq]
+                if js.end_gen == gen:
+                    changed = self.own_exec_done(js, now) or changed
             if (i < n_arrivals and states[i].submit <= now + _EPS) or (timers and timers[0][0] <= now + _EPS):
                 # other jobs may end at this very instant: account for them before ranking anyone
                 while not s.empty() and (done := s.test_any()) is not None:
@@ -585,9 +598,16 @@ class _Scheduler:
             if not ex.done:
                 return False
             return self.finished(self.exec_job[id(ex)], now)
-        _, js, tag = key
+        raise AssertionError(f"unexpected activity {key!r}")
+
+    def own_exec_done(self, js: JobState, now: float) -> bool:
+        """A job's own exec (its trace run time, or the overhead before its workload) ended."""
+        act = js.act
+        if act.remaining > 0:  # our instant and SimGrid's may differ by rounding: let SimGrid finish it
+            act.wait()
         js.act = None
-        if tag == _OVERHEAD:
+        js.end_gen += 1
+        if js.act_tag == _OVERHEAD:
             self.run_workload(js, now)
             return False
         return self.finished(js, now)
