@@ -3,8 +3,8 @@
 The paper's server (after the IEIT NF5468 "Balance" layout) has 8 XPUs, 2 CPUs joined
 by UPI, one PCIe switch per CPU with 4 XPUs, 4 PCIe links from each CPU to its PCIe
 switch, one XPU switch (NVSwitch-like) joining the 8 XPUs, and a NIC (on PCIe switch 0)
-to the rack's ToR; 16 servers per ToR, all ToRs to one core switch. Table 5 gives the
-link parameters (:data:`TABLE5`).
+to the rack's ToR; 16 servers per ToR (``servers_per_rack``), all ToRs to one core
+switch. Table 5 gives the link parameters (:data:`TABLE5`).
 
 * :func:`noncoherent_system` (Fig. 6a): expansion memory hangs off the CPUs only. Each
   CPU has a host-DRAM node behind a 4-lane memory link, so the four XPUs of its PCIe
@@ -104,13 +104,14 @@ def parse_mix(mix: str | Sequence[str | Device] | None, racks: int) -> list[Devi
     return kinds
 
 
-def _check_scale(xpus: int) -> tuple[int, int]:
+def _check_scale(xpus: int, servers_per_rack: int = SERVERS_PER_RACK) -> tuple[int, int]:
     if isinstance(xpus, bool) or not isinstance(xpus, int) or xpus < XPUS_PER_SERVER or xpus % XPUS_PER_SERVER:
         raise HcsimError(
             f"--xpus {xpus!r} is not a positive multiple of the server size {XPUS_PER_SERVER} (valid: 8, 16, ..., 4096)"
         )
+    _check_count(servers_per_rack, "servers_per_rack", 1)
     servers = xpus // XPUS_PER_SERVER
-    return servers, math.ceil(servers / SERVERS_PER_RACK)
+    return servers, math.ceil(servers / servers_per_rack)
 
 
 def _server(
@@ -151,9 +152,14 @@ def paper_system(
     cxl_bandwidth: object = "128GBps",
     cxl_latency: object = "200ns",
     links: dict[str, LinkSpec] | None = None,
+    servers_per_rack: int = SERVERS_PER_RACK,
 ) -> Topology:
-    """The paper's Fig. 6 system with ``xpus`` XPUs (a multiple of 8): (b) if coherent else (a)."""
-    servers, racks = _check_scale(xpus)
+    """The paper's Fig. 6 system with ``xpus`` XPUs (a multiple of 8): (b) if coherent else (a).
+
+    ``servers_per_rack`` (the paper's 16 by default) makes small multi-rack systems, e.g.
+    mixed-type tests with 4 racks of 2 servers at 64 XPUs.
+    """
+    servers, racks = _check_scale(xpus, servers_per_rack)
     kinds = parse_mix(mix, racks)
     spec = dict(TABLE5)
     spec.update(links or {})
@@ -172,12 +178,12 @@ def paper_system(
     for r in range(racks):
         rz = f"r{r:02d}"
         tor = f"{rz}.tor"
-        rack_servers = min(SERVERS_PER_RACK, servers - r * SERVERS_PER_RACK)
+        rack_servers = min(servers_per_rack, servers - r * servers_per_rack)
         topo.add_switch(tor, "tor", zone=rz)
         if coherent:
             topo.add_switch(f"{rz}.cxl", "cxl", zone=rz)
         for s in range(rack_servers):
-            first = (r * SERVERS_PER_RACK + s) * XPUS_PER_SERVER
+            first = (r * servers_per_rack + s) * XPUS_PER_SERVER
             p = _server(topo, r, s, kinds[r], first, spec, tor)
             zone = f"{rz}/s{s:02d}"
             if coherent:

@@ -45,15 +45,24 @@ def data_parallel(
     precision: str = "fp32",
     batch_per_rank: int = 1,
     name: str = "data-parallel",
+    group: int | None = None,
 ) -> Workload:
-    """The training graph of ``layers`` replicated on ``ranks`` with per-layer gradient allreduce."""
+    """The training graph of ``layers`` replicated on ``ranks`` with per-layer gradient allreduce.
+
+    ``group``: in a folded run (:mod:`hcsim.platform.folding`) ``ranks`` are representatives
+    of ``group`` data-parallel ranks: collectives keep the full group's chunk size and
+    step count, and throughput counts the full group's batches.
+    """
     if not ranks:
         raise HcsimError("data_parallel needs at least one rank")
     if not layers:
         raise HcsimError("data_parallel needs at least one layer")
     w = Workload(name=name, ranks=list(ranks), batch_per_rank=batch_per_rank)
-    w.graph["samples_per_iteration"] = len(ranks) * batch_per_rank
-    w.graph["batches_per_iteration"] = len(ranks)
+    everyone = len(ranks) if group is None else group
+    w.graph["samples_per_iteration"] = everyone * batch_per_rank
+    w.graph["batches_per_iteration"] = everyone
+    if group is not None:
+        w.graph["folded_ranks"] = len(ranks)
     for li, layer in enumerate(layers):
         fp = layer.footprint if layer.footprint is not None else layer.fwd_bytes + layer.bwd_bytes
         for r, rank in enumerate(ranks):
@@ -93,6 +102,7 @@ def data_parallel(
                 algorithm=algorithm,
                 layer=li,
                 phase="sync",
+                **({} if group is None else {"group": group}),
             )
     last = len(layers) - 1
     for rank in ranks:

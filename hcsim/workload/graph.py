@@ -155,6 +155,14 @@ class Workload(nx.DiGraph):
                 raise HcsimError(f"communication vertex '{name}': p2p scope must be [src, dst], got {scope!r}")
             if ck != "p2p" and len(scope) < 2:
                 raise HcsimError(f"communication vertex '{name}': {ck} needs at least 2 ranks, got {scope!r}")
+            group = d.get("group")
+            if group is not None and (
+                isinstance(group, bool) or not isinstance(group, int) or group < len(scope) or ck == "p2p"
+            ):
+                raise HcsimError(
+                    f"communication vertex '{name}': group {group!r} is invalid (valid: an integer >= the "
+                    f"{len(scope)} ranks of its scope, the ranks it stands for in a folded run; not for p2p)"
+                )
             seen = set()
             for r in scope:
                 if r in seen:

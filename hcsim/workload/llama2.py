@@ -89,11 +89,15 @@ def decoder_layers(b: int = 1, sync: str = "decoder") -> list[Layer]:
     return layers
 
 
-def llama2_13b(ranks: list[str], b: int = 1, algorithm: str = "ring", sync: str = "decoder") -> Workload:
+def llama2_13b(
+    ranks: list[str], b: int = 1, algorithm: str = "ring", sync: str = "decoder", group: int | None = None
+) -> Workload:
     """Data-parallel LLaMA2-13B over ``ranks``: one iteration = forward + backward + gradient sync."""
     layers = decoder_layers(b, sync)
     # a decoder's operators share its footprint: one data block per decoder and rank
-    w = data_parallel(ranks, layers, algorithm=algorithm, precision="fp32", batch_per_rank=b, name="llama2-13b")
+    w = data_parallel(
+        ranks, layers, algorithm=algorithm, precision="fp32", batch_per_rank=b, name="llama2-13b", group=group
+    )
     for name, data in w.nodes(data=True):
         if data["type"] == "compute":
             rank, _, op = name.partition("/")

@@ -1,0 +1,75 @@
+"""The fast paths (memoized ring steps, folded ranks) against the exact engine.
+
+Each shortcut is a switch; the exact path is the engine with both off. For every
+configuration small enough for the exact path (both paper systems, homogeneous and
+mixed, 8..32 XPUs here; 64 in ``experiments/bench_scale.py``) the one-iteration time of
+LLaMA2-13B must agree within 1%.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hcsim.engine import simulate
+from hcsim.engine.collectives import plan
+from hcsim.platform import cxl_system, noncoherent_system
+from hcsim.platform.folding import fold_data_parallel
+from hcsim.workload.builders import allreduce_benchmark
+from hcsim.workload.llama2 import llama2_13b
+
+SYSTEMS = {"cxl": cxl_system, "noncoherent": noncoherent_system}
+
+
+def _iteration(compiled, system: str, xpus: int, mix: str, memoize: bool, fold: bool, spr: int) -> tuple[float, object]:
+    topo = SYSTEMS[system](xpus, mix=mix, servers_per_rack=spr)
+    group = None
+    ranks = topo.xpus()
+    if fold:
+        folded = fold_data_parallel(topo)
+        topo, ranks, group = folded.topology, folded.ranks, folded.group
+    path = compiled(topo)
+    r = simulate(
+        path, llama2_13b(ranks, group=group), 1, coherent=system == "cxl", record_flows=False, memoize=memoize
+    )
+    return r.makespan, r
+
+
+# (system, XPUs, mix, servers per rack): mixed systems alternate the XPU type per rack
+CONFIGS = [
+    ("cxl", 8, "H100", 16),
+    ("noncoherent", 8, "H100", 16),
+    ("cxl", 16, "H100", 16),
+    ("noncoherent", 16, "H100", 16),
+    ("cxl", 32, "H100+A100", 2),
+    ("noncoherent", 32, "H100+V100", 2),
+    ("cxl", 32, "H100", 16),
+]
+
+
+@pytest.mark.parametrize("system,xpus,mix,spr", CONFIGS)
+def test_fast_paths_agree_with_the_exact_engine(compiled, system, xpus, mix, spr):
+    exact, _ = _iteration(compiled, system, xpus, mix, memoize=False, fold=False, spr=spr)
+    for memoize, fold in ((True, False), (False, True), (True, True)):
+        fast, r = _iteration(compiled, system, xpus, mix, memoize=memoize, fold=fold, spr=spr)
+        assert fast == pytest.approx(exact, rel=0.01), (memoize, fold, fast, exact)
+
+
+def test_memoized_allreduce_is_exact_on_an_idle_network(compiled):
+    """Alone on the network every ring step repeats: 2(N-1) steps of (L + S/(N B)), to rounding."""
+    topo = cxl_system(64)
+    path = compiled(topo)
+    w = allreduce_benchmark(topo.xpus(), 1 << 30)
+    exact = simulate(path, w, 2, record_flows=False)
+    memo = simulate(path, w, 2, record_flows=False, memoize=True)
+    assert memo.makespan == pytest.approx(exact.makespan, rel=1e-9)
+    n_flows = 2 * 64 * 2 * 63
+    assert memo.activities + memo.memoized_flows == n_flows
+    assert memo.activities <= 2 * 2 * 64  # two simulated steps per allreduce, the rest skipped
+
+
+def test_group_keeps_the_full_rings_chunk_and_steps():
+    fp = plan("allreduce", "ring", ["a", "b", "c"], 1024.0, group=8)
+    assert fp.steps == 14 and set(fp.size) == {128} and len(fp) == 14 * 3
+    compact = plan("allreduce", "ring", ["a", "b", "c"], 1024.0, group=8, compact=True)
+    assert compact.steps == 14 and len(compact) == 3
+    assert plan("allreduce", "coherent_ring", ["a", "b"], 100.0, group=4, compact=True).steps == 3
