@@ -9,15 +9,17 @@ from _study import parser, run_study
 from hcsim.units import parse_bandwidth
 
 args = parser(__doc__).parse_args()
-scales = [8, 16] if args.quick else [8, 16, 32, 64, 128]
+scales = [(8, "H100"), (16, "H100")] if args.quick else [
+    (8, "H100"), (64, "H100"), (256, "H100"), (1024, "H100"), (256, "H100+V100"), (1024, "H100+V100")
+]  # fmt: skip
 bandwidths = [16, 64, 256] if args.quick else [16, 32, 64, 128, 256, 512, 1024]
 run_study(
     args,
     "fig10_bandwidth",
-    [{"system": "cxl", "xpus": n, "cxl_bandwidth": f"{b}GBps"} for n in scales for b in bandwidths],
-    series=lambda t: f"{t['xpus']} XPUs",
+    [{"system": "cxl", "xpus": n, "mix": m, "cxl_bandwidth": f"{b}GBps"} for n, m in scales for b in bandwidths],
+    series=lambda t: f"{t['xpus']} XPUs {t['mix']}",
     x=lambda t: parse_bandwidth(t["cxl_bandwidth"]) / 1e9,
     y="batches_per_s",
     xlabel="CXL link bandwidth (GB/s)",
-    title="LLaMA2-13B vs CXL bandwidth (CXL system, H100, 200 ns)",
+    title="LLaMA2-13B vs CXL bandwidth (CXL system, 200 ns)",
 )

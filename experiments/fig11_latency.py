@@ -9,15 +9,17 @@ from _study import parser, run_study
 from hcsim.units import parse_time
 
 args = parser(__doc__).parse_args()
-scales = [8, 16] if args.quick else [8, 16, 32, 64, 128]
+scales = [(8, "H100"), (16, "H100")] if args.quick else [
+    (8, "H100"), (64, "H100"), (256, "H100"), (1024, "H100"), (256, "H100+V100"), (1024, "H100+V100")
+]  # fmt: skip
 latencies = ["100ns", "10us", "100us"] if args.quick else ["100ns", "1us", "10us", "30us", "100us"]
 run_study(
     args,
     "fig11_latency",
-    [{"system": "cxl", "xpus": n, "cxl_latency": lat} for n in scales for lat in latencies],
-    series=lambda t: f"{t['xpus']} XPUs",
+    [{"system": "cxl", "xpus": n, "mix": m, "cxl_latency": lat} for n, m in scales for lat in latencies],
+    series=lambda t: f"{t['xpus']} XPUs {t['mix']}",
     x=lambda t: parse_time(t["cxl_latency"]) * 1e6,
     y="batches_per_s",
     xlabel="CXL link latency (us)",
-    title="LLaMA2-13B vs CXL latency (CXL system, H100, 128 GB/s)",
+    title="LLaMA2-13B vs CXL latency (CXL system, 128 GB/s)",
 )

@@ -5,18 +5,19 @@ H100 only, H100+A100 and H100+V100 (XPU type per ToR of 128 XPUs, racks alternat
 Writes ``results/fig8_coherence[_quick].{jsonl,csv,png}``.
 
     python experiments/fig8_coherence.py --quick        # 8..32 XPUs, H100 only
-    python experiments/fig8_coherence.py -j 2 --scales 8,16,32,64,128,256
+    python experiments/fig8_coherence.py -j 2                         # 8..1024 XPUs, three mixes
+    python experiments/fig8_coherence.py -j 2 --scales 2048,4096      # add larger scales (slow: non-coherent)
 """
 
 from _study import parser, run_study
 
 p = parser(__doc__)
-p.add_argument("--scales", help="comma-separated XPU counts (default: 8..256)")
+p.add_argument("--scales", help="comma-separated XPU counts (default: 8..1024)")
 args = p.parse_args()
 if args.quick:
     scales, mixes = [8, 16, 32], ["H100"]
 else:
-    scales = [int(x) for x in (args.scales or "8,16,32,64,128,256").split(",")]
+    scales = [int(x) for x in (args.scales or "8,16,32,64,128,256,512,1024").split(",")]
     mixes = ["H100", "H100+A100", "H100+V100"]
 run_study(
     args,

@@ -76,14 +76,16 @@ class _Exec:
 class _Ring(_Exec):
     """A ring collective run step by step (memoize mode), with its fast-forward state."""
 
-    __slots__ = ("steps", "done_steps", "left", "step_start", "quiet", "prev", "ff", "gen")
+    __slots__ = ("steps", "done_steps", "left", "step_start", "quiet", "ff", "gen", "links", "settle")
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
         super().__init__(v, k, start, 0)
         self.steps, self.done_steps, self.left = steps, 0, 0
-        self.step_start, self.quiet, self.prev = start, True, -1.0
+        self.step_start, self.quiet = start, True
         self.ff: tuple[float, float, int] | None = None  # (since, step duration, steps covered)
         self.gen = 0
+        self.links: frozenset[str] = frozenset()  # links the ring's flows cross
+        self.settle = start  # when the last flow sharing those links ends its latency phase
 
 
 def xpu_info(host: Any) -> XpuInfo:
@@ -117,11 +119,15 @@ class Execution:
     :meth:`timer`): ring collectives run step by step, all flows of a step at once. A
     ring step on a network whose flow set does not change takes the same time as the
     step before it (max-min rates are constant while no flow starts or ends), so after
-    two such *quiet* steps of equal duration d the remaining r steps are skipped with one
-    timer of r*d. Any flow of this run starting or ending meanwhile interrupts the skip:
-    the whole steps elapsed are kept and the current step resumes with the bytes it had
-    left. Memoize assumes this run is alone on the platform (other drivers' flows are
-    not seen).
+    one *quiet* step of duration d (no flow sharing a link with the ring started or ended
+    during it, and every such flow had finished its latency phase when it began) the
+    remaining r steps are skipped with one timer of r*d. A flow that shares a link with
+    the ring starting or ending meanwhile interrupts the skip: the whole steps elapsed
+    are kept and the current step resumes with the bytes it had left. Flows that share
+    no link with the ring are taken not to move its rates; that is exact unless a link
+    outside the ring is a bottleneck for a flow that also crosses the ring's links (the
+    equivalence tests bound the effect). Memoize assumes this run is alone on the
+    platform (other drivers' flows are not seen).
     """
 
     def __init__(
@@ -145,6 +151,7 @@ class Execution:
         self.memoize = memoize
         self.add_timer = add_timer
         self.rings: list[_Ring] = []  # ring collectives in progress (memoize mode)
+        self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
         self.sg = sg
         self.add = add
         self.iterations = iterations
@@ -246,20 +253,34 @@ class Execution:
         self.live += 1
         self.add(self.sg.Comm.sendto_async(src, dst, size), (self, tag, ex, f))
         if self.rings:
-            self._network_changed(ex, self.sg.Engine.clock)
+            self._network_changed(ex, self.sg.Engine.clock, src, dst, True)
 
     # ------------------------------------------------------------------ memoized rings
-    def _network_changed(self, owner: _Exec, now: float) -> None:
-        """A flow started or ended: no ring step running now is quiet; skips stop here."""
+    def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float]:
+        """Links (names; each direction of a duplex link has its own) and latency of a route, cached."""
+        key = (src.name, dst.name)
+        hit = self.routes.get(key)
+        if hit is None:
+            links, latency = src.route_to(dst)
+            hit = self.routes[key] = (frozenset(link.name for link in links), latency)
+        return hit
+
+    def _network_changed(self, owner: _Exec, now: float, src: Any, dst: Any, starting: bool) -> None:
+        """A flow started or ended: rings it shares a link with are not quiet; their skips stop here."""
+        links, latency = self._route(src, dst)
         for r in self.rings:
-            if r is not owner:
+            if r is not owner and not links.isdisjoint(r.links):
                 r.quiet = False
+                if starting:
+                    r.settle = max(r.settle, now + latency)
                 if r.ff is not None:
                     self._interrupt(r, now)
 
     def _step(self, r: _Ring, now: float, size: int) -> None:
         fp = self.flow_plans[r.v]
         src, dst = self.flow_hosts[r.v]
+        if not r.links:
+            r.links = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
         r.step_start, r.quiet, r.left = now, True, len(fp)
         self.result.activities += len(fp)
         for f in range(len(fp)):
@@ -272,13 +293,12 @@ class Execution:
             self.finish(r, now)
             return
         d = now - r.step_start
-        if r.quiet and r.prev >= 0 and abs(d - r.prev) <= 1e-9 * d:
+        if r.quiet and r.step_start >= r.settle:
             left = r.steps - r.done_steps
             r.ff = (now, d, left)
             r.gen += 1
             self.add_timer(now + left * d, (self, _TIMER, r, r.gen))  # type: ignore[misc]
             return
-        r.prev = d if r.quiet else -1.0
         self._step(r, now, self.flow_plans[r.v].size[0])
 
     def _interrupt(self, r: _Ring, now: float) -> None:
@@ -295,7 +315,7 @@ class Execution:
         part = max(0.0, elapsed - whole)
         chunk = self.flow_plans[r.v].size[0]
         self._step(r, now, max(1, int(round(chunk * (1.0 - part)))))
-        r.quiet, r.prev = False, -1.0  # a partial step measures nothing
+        r.quiet = False  # a partial step measures nothing
 
     def timer(self, key: tuple, now: float) -> None:
         """The driver's timer ``key`` (from ``add_timer``) is due: a skipped ring ends."""
@@ -347,7 +367,12 @@ class Execution:
         """``act`` (one of ours) completed at ``now``: release what waits for it."""
         self.live -= 1
         if self.rings and tag != _EXEC and (tag != _PART or f == -1):
-            self._network_changed(ex, now)
+            if tag == _STEP or tag == _FLOW:
+                hosts = self.flow_hosts[ex.v]
+                self._network_changed(ex, now, hosts[0][f], hosts[1][f], False)  # type: ignore[index]
+            else:
+                host, _, remote, _, _ = self.compute_plan[ex.v]  # type: ignore[misc]
+                self._network_changed(ex, now, remote, host, False)
         if tag == _STEP:
             ex.left -= 1
             if not ex.left:
