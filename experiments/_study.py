@@ -30,7 +30,7 @@ def run_study(
     log_x: bool = True,
 ) -> list[dict]:
     """Run LLaMA2-13B at ``points``; write ``name``.jsonl/.csv/.png (``y`` against ``x(row)``, by ``series``)."""
-    spec = SweepSpec("hcsim.sweep.experiments:llama2_13b", fixed={"iterations": 2}, points=points)
+    spec = SweepSpec("hcsim.sweep.experiments:llama2_13b", fixed={"iterations": 2, "fast": True}, points=points)
     os.makedirs(args.out, exist_ok=True)
     name += "_quick" if args.quick else ""
     rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
