@@ -149,7 +149,7 @@ def _cmd_draw(args: argparse.Namespace) -> int:
 WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")
 
 
-def _workload(args: argparse.Namespace, xpus: list[str]):  # noqa: ANN202 - returns a Workload
+def _workload(args: argparse.Namespace, xpus: list[str], group: int | None = None):  # noqa: ANN202 - a Workload
     from hcsim.units import parse_bytes
     from hcsim.workload import Workload, allreduce_benchmark, fig3_example
 
@@ -163,8 +163,8 @@ def _workload(args: argparse.Namespace, xpus: list[str]):  # noqa: ANN202 - retu
         if name == "llama2-13b":
             from hcsim.workload.llama2 import llama2_13b
 
-            return llama2_13b(xpus)
-        return allreduce_benchmark(xpus, size, "coherent_ring" if name == "coherent-allreduce" else "ring")
+            return llama2_13b(xpus, group=group)
+        return allreduce_benchmark(xpus, size, "coherent_ring" if name == "coherent-allreduce" else "ring", group)
     if not name.endswith(".json") and not os.path.exists(name):
         raise HcsimError(f"workload {name!r} is unknown (valid: a JSON file or one of {', '.join(WORKLOADS)})")
     return Workload.from_json(name)
@@ -196,12 +196,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if not args.system:
                 raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent)")
             topo = build_topology(args)
+            group = None
+            if args.fast:
+                from hcsim.platform.folding import fold_data_parallel
+
+                if args.workload not in ("llama2-13b", "allreduce", "coherent-allreduce"):
+                    raise HcsimError(
+                        f"--fast applies to data-parallel workloads, not {args.workload!r} "
+                        "(valid: llama2-13b, allreduce, coherent-allreduce)"
+                    )
+                folded = fold_data_parallel(topo)
+                topo, group = folded.topology, folded.group
             platform = os.path.join(tmp, "platform.xml")
             compile_platform(topo, platform)
             coherent = args.system == "cxl" if args.coherent is None else args.coherent
             xpus = topo.xpus()
-        workload = _workload(args, xpus)
-        result = simulate(platform, workload, args.iterations, coherent=coherent)
+        if args.fast and args.platform:
+            raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")
+        workload = _workload(args, xpus, group if not args.platform else None)
+        result = simulate(platform, workload, args.iterations, coherent=coherent, memoize=args.fast)
     summary = report.summarize(result)
     if args.trace:
         report.write_chrome_trace(result, args.trace)
@@ -414,6 +427,11 @@ def make_parser() -> argparse.ArgumentParser:
     coh = r.add_mutually_exclusive_group()
     coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")
     coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
+    r.add_argument(
+        "--fast",
+        action="store_true",
+        help="fold the system to representative servers and memoize repeated ring steps (within 1%% of exact)",
+    )
     r.add_argument("--trace", help="write a Chrome/Perfetto trace (JSON)")
     r.add_argument("--csv", help="write the per-vertex trace as CSV")
     r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")

@@ -28,9 +28,7 @@ def _iteration(compiled, system: str, xpus: int, mix: str, memoize: bool, fold: 
         folded = fold_data_parallel(topo)
         topo, ranks, group = folded.topology, folded.ranks, folded.group
     path = compiled(topo)
-    r = simulate(
-        path, llama2_13b(ranks, group=group), 1, coherent=system == "cxl", record_flows=False, memoize=memoize
-    )
+    r = simulate(path, llama2_13b(ranks, group=group), 1, coherent=system == "cxl", record_flows=False, memoize=memoize)
     return r.makespan, r
 
 

@@ -124,6 +124,8 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
         "per_xpu_per_iteration_s": per_iteration,
         "xpus": len(xpus),
         "activities": result.activities,
+        "memoized_flows": result.memoized_flows,
+        "folded_from": result.graph.get("batches_per_iteration", len(xpus)) if "folded_ranks" in result.graph else None,
         "remote_vertices": sum(1 for v in result.placement.values() if v is not None),
         "bytes_on_links": sum(s["bytes"] for s in links),
         "top_links": links[:top],
@@ -143,9 +145,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"  communication       {per['communication']:.6g} s",
         f"  exposed comm.       {per['exposed_communication']:.6g} s",
         f"  memory stall        {per['memory_stall']:.6g} s",
-        f"activities simulated  {summary['activities']}",
+        f"activities simulated  {summary['activities']}"
+        + (f" (+ {summary['memoized_flows']} flows of memoized ring steps)" if summary["memoized_flows"] else ""),
         f"operators on remote memory {summary['remote_vertices']}",
     ]
+    if summary["folded_from"]:
+        lines.insert(5, f"folded                {summary['xpus']} representative XPUs of {summary['folded_from']}")
     if summary["top_links"]:
         lines.append("top links (mean / peak utilization, bytes):")
         for s in summary["top_links"]:

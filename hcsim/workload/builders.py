@@ -138,10 +138,14 @@ def fig3_example(
     return data_parallel(xpus, layers, algorithm=algorithm, name="fig3")
 
 
-def allreduce_benchmark(ranks: list[str], nbytes: float, algorithm: str = "ring") -> Workload:
-    """One allreduce of ``nbytes`` over ``ranks`` per iteration (iterations run back to back)."""
+def allreduce_benchmark(ranks: list[str], nbytes: float, algorithm: str = "ring", group: int | None = None) -> Workload:
+    """One allreduce of ``nbytes`` over ``ranks`` per iteration (iterations run back to back).
+
+    ``group``: the ranks stand for this many in a folded run (see :func:`data_parallel`).
+    """
     w = Workload(name=f"allreduce-{algorithm}", ranks=list(ranks))
     w.graph["samples_per_iteration"] = 1
     w.graph["batches_per_iteration"] = 1
-    w.add_comm("allreduce", nbytes, "allreduce", ranks, algorithm=algorithm, is_start=True)
+    extra = {} if group is None else {"group": group}
+    w.add_comm("allreduce", nbytes, "allreduce", ranks, algorithm=algorithm, is_start=True, **extra)
     return w
