@@ -76,7 +76,7 @@ class _Exec:
 class _Ring(_Exec):
     """A ring collective run step by step (memoize mode), with its fast-forward state."""
 
-    __slots__ = ("steps", "done_steps", "left", "step_start", "quiet", "ff", "gen", "links", "settle")
+    __slots__ = ("steps", "done_steps", "left", "step_start", "quiet", "ff", "gen", "links", "sharing")
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
         super().__init__(v, k, start, 0)
@@ -85,7 +85,7 @@ class _Ring(_Exec):
         self.ff: tuple[float, float, int] | None = None  # (since, step duration, steps covered)
         self.gen = 0
         self.links: frozenset[str] = frozenset()  # links the ring's flows cross
-        self.settle = start  # when the last flow sharing those links ends its latency phase
+        self.sharing = 0  # other flows in flight that cross one of those links
 
 
 def xpu_info(host: Any) -> XpuInfo:
@@ -117,17 +117,15 @@ class Execution:
 
     ``memoize`` (needs the driver's ``add_timer(at, key)``, whose key comes back through
     :meth:`timer`): ring collectives run step by step, all flows of a step at once. A
-    ring step on a network whose flow set does not change takes the same time as the
-    step before it (max-min rates are constant while no flow starts or ends), so after
-    one *quiet* step of duration d (no flow sharing a link with the ring started or ended
-    during it, and every such flow had finished its latency phase when it began) the
-    remaining r steps are skipped with one timer of r*d. A flow that shares a link with
-    the ring starting or ending meanwhile interrupts the skip: the whole steps elapsed
-    are kept and the current step resumes with the bytes it had left. Flows that share
-    no link with the ring are taken not to move its rates; that is exact unless a link
-    outside the ring is a bottleneck for a flow that also crosses the ring's links (the
-    equivalence tests bound the effect). Memoize assumes this run is alone on the
-    platform (other drivers' flows are not seen).
+    step that ran while no other flow crossed any of the ring's links (none in flight,
+    none starting or ending) is the ring alone on its links: every later step takes the
+    same time d, and leaving the ring's flows out of SimGrid changes no other flow's
+    rate. So the remaining r steps are skipped with one timer of r*d. A flow that
+    shares a link with the ring starting meanwhile interrupts the skip: the whole steps
+    elapsed are kept and the current step resumes with the bytes it had left, in
+    SimGrid again. (Skipping while another flow shares the ring's links would be wrong
+    both ways: the ring's absence would speed that flow up.) Memoize assumes this run is
+    alone on the platform (other drivers' flows are not seen).
     """
 
     def __init__(
@@ -152,6 +150,7 @@ class Execution:
         self.add_timer = add_timer
         self.rings: list[_Ring] = []  # ring collectives in progress (memoize mode)
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
+        self.inflight: dict[Any, frozenset[str]] = {}  # flows in flight (memoize mode) -> their links
         self.sg = sg
         self.add = add
         self.iterations = iterations
@@ -251,9 +250,13 @@ class Execution:
 
     def _flow(self, src: Any, dst: Any, size: int, ex: _Exec, tag: int, f: int) -> None:
         self.live += 1
-        self.add(self.sg.Comm.sendto_async(src, dst, size), (self, tag, ex, f))
-        if self.rings:
-            self._network_changed(ex, self.sg.Engine.clock, src, dst, True)
+        act = self.sg.Comm.sendto_async(src, dst, size)
+        self.add(act, (self, tag, ex, f))
+        if self.memoize:
+            links = self._route(src, dst)[0]
+            self.inflight[act] = links
+            if self.rings:
+                self._network_changed(ex, self.sg.Engine.clock, links, 1)
 
     # ------------------------------------------------------------------ memoized rings
     def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float]:
@@ -265,22 +268,19 @@ class Execution:
             hit = self.routes[key] = (frozenset(link.name for link in links), latency)
         return hit
 
-    def _network_changed(self, owner: _Exec, now: float, src: Any, dst: Any, starting: bool) -> None:
-        """A flow started or ended: rings it shares a link with are not quiet; their skips stop here."""
-        links, latency = self._route(src, dst)
+    def _network_changed(self, owner: _Exec, now: float, links: frozenset[str], change: int) -> None:
+        """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here."""
         for r in self.rings:
             if r is not owner and not links.isdisjoint(r.links):
                 r.quiet = False
-                if starting:
-                    r.settle = max(r.settle, now + latency)
+                r.sharing += change
                 if r.ff is not None:
                     self._interrupt(r, now)
 
     def _step(self, r: _Ring, now: float, size: int) -> None:
         fp = self.flow_plans[r.v]
         src, dst = self.flow_hosts[r.v]
-        if not r.links:
-            r.links = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
+
         r.step_start, r.quiet, r.left = now, True, len(fp)
         self.result.activities += len(fp)
         for f in range(len(fp)):
@@ -293,7 +293,7 @@ class Execution:
             self.finish(r, now)
             return
         d = now - r.step_start
-        if r.quiet and r.step_start >= r.settle:
+        if r.quiet and not r.sharing:
             left = r.steps - r.done_steps
             r.ff = (now, d, left)
             r.gen += 1
@@ -350,6 +350,9 @@ class Execution:
         fp = self.flow_plans[v]
         if self.memoize and self.data[v]["kind"] in RING_KINDS and fp.steps > 0:
             r = _Ring(v, k, now, fp.steps)
+            src, dst = self.flow_hosts[v]
+            r.links = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
+            r.sharing = sum(1 for links in self.inflight.values() if not links.isdisjoint(r.links))
             self.rings.append(r)
             self._step(r, now, fp.size[0])
             return
@@ -366,13 +369,10 @@ class Execution:
     def complete(self, act: Any, tag: int, ex: _Exec, f: int, now: float) -> None:
         """``act`` (one of ours) completed at ``now``: release what waits for it."""
         self.live -= 1
-        if self.rings and tag != _EXEC and (tag != _PART or f == -1):
-            if tag == _STEP or tag == _FLOW:
-                hosts = self.flow_hosts[ex.v]
-                self._network_changed(ex, now, hosts[0][f], hosts[1][f], False)  # type: ignore[index]
-            else:
-                host, _, remote, _, _ = self.compute_plan[ex.v]  # type: ignore[misc]
-                self._network_changed(ex, now, remote, host, False)
+        if self.memoize and tag != _EXEC and (tag != _PART or f == -1):
+            links = self.inflight.pop(act)
+            if self.rings:
+                self._network_changed(ex, now, links, -1)
         if tag == _STEP:
             ex.left -= 1
             if not ex.left:
