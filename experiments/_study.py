@@ -18,6 +18,21 @@ def parser(doc: str) -> argparse.ArgumentParser:
     return p
 
 
+def add_scales_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scales", help="XPUs:mix list, e.g. 1024:H100,1024:H100+V100 (default 8, 64, 256 H100, 256 H100+V100)"
+    )
+
+
+def chosen_scales(args: argparse.Namespace) -> list[tuple[int, str]]:
+    """The (XPUs, mix) points of a sweep study: --quick, --scales, or the full default."""
+    if args.scales:  # e.g. --scales 1024:H100,1024:H100+V100 (about 2 min per point)
+        return [(int(x.split(":")[0]), x.split(":")[1] if ":" in x else "H100") for x in args.scales.split(",")]
+    if args.quick:
+        return [(8, "H100"), (16, "H100")]
+    return [(8, "H100"), (64, "H100"), (256, "H100"), (256, "H100+V100")]
+
+
 def run_study(
     args: argparse.Namespace,
     name: str,
