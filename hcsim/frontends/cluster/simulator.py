@@ -59,7 +59,6 @@ class JobRecord:
     state: str  # COMPLETED or REJECTED
     start: float = math.nan  # first start
     finish: float = math.nan
-    run_time: float = 0.0  # time holding GPUs, overheads included
     preemptions: int = 0
     migrations: int = 0
     reason: str = ""  # why it was rejected
@@ -360,7 +359,6 @@ class _Scheduler:
         self.user_done[js.user] = self.user_done.get(js.user, 0.0) + js.gpus * (js.attained - js.att0)
         self.user_running[js.user].remove(js)
         js.record.segments.append((js.seg_start, now, tuple(js.alloc)))
-        js.record.run_time += now - js.seg_start
         js.timer_gen += 1
         self.give_back(js)
         self.running[js.partition].remove(js)
