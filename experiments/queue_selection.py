@@ -87,6 +87,21 @@ def run_all(sets: list[str], model: str, replications: int, seed: int, workers: 
     return out
 
 
+def _finish_grid(plt, fig, axes, used: int, xlabel: str, ylabel: str, title: str, path: str, loc: str = "best") -> None:  # noqa: ANN001
+    """Label the outer axes of a grid of per-set panels, hide the unused ones, save and close."""
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel, fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel, fontsize=8)
+    for ax in axes.flat[used:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6, loc=loc)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def plot_cdfs(plt, results: dict, sets: list[str], path: str, title: str) -> None:  # noqa: ANN001
     rows, cols = max(1, math.ceil(len(sets) / 4)), min(4, len(sets))
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), dpi=110, squeeze=False)
@@ -102,17 +117,7 @@ def plot_cdfs(plt, results: dict, sets: list[str], path: str, title: str) -> Non
         ax.set_title(f"({name[0]})({name[1]}) p = {', '.join(f'{p:g}' for p in SETS[name])}", fontsize=8)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=7)
-    for ax in axes[-1]:
-        ax.set_xlabel("completion time (min)", fontsize=8)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("P(T <= t)", fontsize=8)
-    for ax in axes.flat[len(sets) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=6, loc="lower right")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish_grid(plt, fig, axes, len(sets), "completion time (min)", "P(T <= t)", title, path, loc="lower right")
 
 
 def plot_offsets(plt, results: dict, sets: list[str], path: str, title: str) -> None:  # noqa: ANN001
@@ -131,17 +136,7 @@ def plot_offsets(plt, results: dict, sets: list[str], path: str, title: str) -> 
         ax.tick_params(labelsize=7)
         ax.set_title(f"({name[0]})({name[1]}), Random mean {paired.mean('random')[0]:.1f} min", fontsize=8)
         ax.grid(True, alpha=0.3)
-    for ax in axes[-1]:
-        ax.set_xlabel("offset M (min)", fontsize=8)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("mean minus Random (min)", fontsize=8)
-    for ax in axes.flat[len(sets) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=6)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish_grid(plt, fig, axes, len(sets), "offset M (min)", "mean minus Random (min)", title, path)
 
 
 def table(results: dict, sets: list[str], model: str) -> str:
