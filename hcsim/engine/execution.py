@@ -78,7 +78,8 @@ class _Ring(_Exec):
 
     __slots__ = (
         "steps", "done_steps", "left", "step_start", "quiet", "ff", "gen", "links", "sharing",
-        "flinks", "lat", "solo", "fstart", "fsize", "disturbed", "virtual", "vend", "vgen", "disjoint",
+        "flinks", "lat", "solo", "fstart", "fsize", "disturbed", "real", "nvirtual", "vstart", "vsize", "vend",
+        "vgen", "disjoint", "by_link", "unknown", "order", "foreign", "busy",
     )  # fmt: skip
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
@@ -91,8 +92,15 @@ class _Ring(_Exec):
         self.fstart: list[float] = []
         self.fsize: list[int] = []
         self.disturbed: list[bool] = []
-        self.virtual: dict[int, tuple[float, int]] = {}  # flows of this step left out of SimGrid: (start, bytes)
+        # flows of a step left out of SimGrid (*virtual*) are all but ``real``; they started at vstart with vsize bytes
+        self.real: set[int] = set()
+        self.nvirtual, self.vstart, self.vsize = 0, start, 0
         self.vend, self.vgen, self.disjoint = start, 0, False
+        self.by_link: dict[str, list[int]] = {}  # link -> flows of a step that cross it
+        self.unknown: set[int] = set()  # flows whose solo duration is not measured yet
+        self.order: list[int] | None = None  # flows with a known solo duration, slowest first (None: stale)
+        self.foreign: list[int] = []  # per flow of a step: other flows in flight that share one of its links
+        self.busy: set[int] = set()  # flows of a step with foreign > 0
         self.steps, self.done_steps, self.left = steps, 0, 0
         self.step_start, self.quiet = start, True
         self.ff: tuple[float, float, int] | None = None  # (since, step duration, steps covered)
@@ -169,7 +177,6 @@ class Execution:
         self.rings: list[_Ring] = []  # ring collectives in progress (memoize mode)
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
         self.inflight: dict[Any, frozenset[str]] = {}  # flows in flight (memoize mode) -> their links
-        self.link_load: dict[str, int] = {}  # flows in flight per link (memoize mode)
         self.sg = sg
         self.add = add
         self.iterations = iterations
@@ -267,18 +274,18 @@ class Execution:
         self.live += 1
         self.add(act, (self, tag, ex, 0))
 
-    def _flow(self, src: Any, dst: Any, size: int, ex: _Exec, tag: int, f: int) -> None:
+    def _flow(
+        self, src: Any, dst: Any, size: int, ex: _Exec, tag: int, f: int, now: float, links: frozenset[str] | None = None
+    ) -> None:
         self.live += 1
         act = self.sg.Comm.sendto_async(src, dst, size)
         self.add(act, (self, tag, ex, f))
         if self.memoize:
-            links = self._route(src, dst)[0]
+            if links is None:
+                links = self._route(src, dst)[0]
             self.inflight[act] = links
-            load = self.link_load
-            for link in links:
-                load[link] = load.get(link, 0) + 1
             if self.rings:
-                self._network_changed(ex, self.sg.Engine.clock, links, 1)
+                self._network_changed(ex, now, links, 1)
 
     # ------------------------------------------------------------------ memoized rings
     def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float]:
@@ -298,11 +305,18 @@ class Execution:
                 r.sharing += change
                 if r.ff is not None:
                     self._interrupt(r, now)
-                for f, fl in enumerate(r.flinks):
-                    if not links.isdisjoint(fl):
-                        r.disturbed[f] = True
-                        if change > 0 and f in r.virtual:
-                            self._materialize(r, f, now)
+                hit: set[int] = set()
+                for link in links:
+                    hit.update(r.by_link.get(link, ()))
+                for f in sorted(hit):
+                    r.disturbed[f] = True
+                    r.foreign[f] += change
+                    if r.foreign[f]:
+                        r.busy.add(f)
+                    else:
+                        r.busy.discard(f)
+                    if change > 0 and r.nvirtual and f not in r.real:
+                        self._materialize(r, f, now)
 
     def _vdur(self, r: _Ring, f: int, size: int) -> float:
         """How long flow f of a step takes for ``size`` bytes alone on its links (from its measured solo step)."""
@@ -312,11 +326,14 @@ class Execution:
 
     def _materialize(self, r: _Ring, f: int, now: float) -> None:
         """Another flow starts on a virtual flow's links: run what it has left in SimGrid from now on."""
-        start, size = r.virtual.pop(f)
+        r.real.add(f)
+        r.nvirtual -= 1
+        size = r.vsize
         dur = self._vdur(r, f, size)
-        elapsed = now - start
+        elapsed = now - r.vstart
         r.vgen += 1  # the step's virtual end changes
-        r.vend = max([r.step_start] + [s + self._vdur(r, g, b) for g, (s, b) in r.virtual.items()])
+        virtual = [g for g in range(len(r.flinks)) if g not in r.real]
+        r.vend = max([r.step_start] + [r.vstart + self._vdur(r, g, size) for g in virtual])
         if elapsed >= dur:
             return  # it already arrived
         lat = r.lat[f]
@@ -327,39 +344,46 @@ class Execution:
         r.left += 1
         self.result.memoized_flows -= 1
         self.result.activities += 1
-        self._flow(src[f], dst[f], rest, r, _STEP, f)
+        self._flow(src[f], dst[f], rest, r, _STEP, f, now, r.flinks[f])
 
     def _step(self, r: _Ring, now: float, size: int) -> None:
         """Start a step: flows whose links carry nothing else and whose solo time is known stay virtual."""
         fp = self.flow_plans[r.v]
         src, dst = self.flow_hosts[r.v]
-        r.step_start, r.quiet, r.left, r.vend = now, True, 0, now
-        r.virtual = {}
+        n = len(fp)
+        r.step_start = r.vstart = r.vend = now
+        r.vsize, r.quiet = size, True
         r.vgen += 1
-        load = self.link_load
-        result = self.result
-        launch = []
-        for f in range(len(fp)):
-            busy = any(load.get(link) for link in r.flinks[f])
-            if r.disjoint and not busy and r.solo[f] is not None:
-                r.virtual[f] = (now, size)
-                end = now + self._vdur(r, f, size)
-                if end > r.vend:
-                    r.vend = end
-                result.memoized_flows += 1
+        busy = r.busy
+        real = busy | r.unknown if r.disjoint else set(range(n))
+        nvirtual = n - len(real)
+        if nvirtual:
+            if size == fp.size[0]:  # a full chunk: each virtual flow takes its solo time; the slowest ends the step
+                if r.order is None:
+                    r.order = sorted((f for f in range(n) if r.solo[f] is not None), key=lambda f: -r.solo[f])
+                for f in r.order:
+                    if f not in real:
+                        r.vend = now + r.solo[f]  # type: ignore[operator]
+                        break
             else:
-                r.fstart[f], r.fsize[f], r.disturbed[f] = now, size, busy
-                launch.append(f)
-        r.left = len(launch)
-        result.activities += len(launch)
-        for f in launch:
-            self._flow(src[f], dst[f], size, r, _STEP, f)
-        if not launch:
+                r.vend = max(now + self._vdur(r, f, size) for f in range(n) if f not in real)
+        r.real, r.nvirtual = real, nvirtual
+        self.result.memoized_flows += nvirtual
+        r.left = len(real)
+        self.result.activities += len(real)
+        for f in sorted(real):
+            r.fstart[f], r.fsize[f], r.disturbed[f] = now, size, f in busy
+            self._flow(src[f], dst[f], size, r, _STEP, f, now, r.flinks[f])
+        if not real:
             self.add_timer(r.vend, (self, _VEND, r, r.vgen))  # type: ignore[misc]
 
     def _flow_done(self, r: _Ring, f: int, now: float) -> None:
         if not r.disturbed[f] and r.fsize[f] == self.flow_plans[r.v].size[0]:
-            r.solo[f] = now - r.fstart[f]
+            solo = now - r.fstart[f]
+            if solo != r.solo[f]:
+                r.solo[f] = solo
+                r.unknown.discard(f)
+                r.order = None
         r.left -= 1
         if not r.left:
             if now >= r.vend:
@@ -368,7 +392,7 @@ class Execution:
                 self.add_timer(r.vend, (self, _VEND, r, r.vgen))  # type: ignore[misc]
 
     def _step_done(self, r: _Ring, now: float) -> None:
-        r.virtual = {}
+        r.real, r.nvirtual = set(), 0
         r.vgen += 1
         r.done_steps += 1
         if r.done_steps >= r.steps:
@@ -431,9 +455,9 @@ class Execution:
             elif concurrent:
                 ex = _Exec(v, k, now, 2)
                 self._exec(host, amount, ex, _PART)
-                self._flow(remote, host, nbytes, ex, _PART, -1)
+                self._flow(remote, host, nbytes, ex, _PART, -1, now)
             else:
-                self._flow(remote, host, nbytes, _Exec(v, k, now, 1), _COPY, -1)
+                self._flow(remote, host, nbytes, _Exec(v, k, now, 1), _COPY, -1, now)
             return
         fp = self.flow_plans[v]
         if self.memoize and self.data[v]["kind"] in RING_KINDS and fp.steps > 0:
@@ -445,6 +469,19 @@ class Execution:
             r.links = frozenset().union(*r.flinks)
             r.disjoint = len(r.links) == sum(len(fl) for fl in r.flinks)  # no two flows of a step share a link
             n = len(routes)
+            for f, links in enumerate(r.flinks):
+                for link in links:
+                    r.by_link.setdefault(link, []).append(f)
+            r.unknown = set(range(n))
+            r.foreign = [0] * n
+            for links in self.inflight.values():
+                if not links.isdisjoint(r.links):
+                    hit = set()
+                    for link in links:
+                        hit.update(r.by_link.get(link, ()))
+                    for f in hit:
+                        r.foreign[f] += 1
+            r.busy = {f for f in range(n) if r.foreign[f]}
             r.solo, r.fstart, r.fsize, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
             r.sharing = sum(1 for links in self.inflight.values() if not links.isdisjoint(r.links))
             self.rings.append(r)
@@ -455,7 +492,7 @@ class Execution:
         ex = _Exec(v, k, now, len(fp), list(fp.waits))
         for f, w in enumerate(ex.waits):
             if w == 0:
-                self._flow(src[f], dst[f], fp.size[f], ex, _FLOW, f)
+                self._flow(src[f], dst[f], fp.size[f], ex, _FLOW, f, now)
         if len(fp) == 0:
             self.finish(ex, now)
 
@@ -465,9 +502,6 @@ class Execution:
         self.live -= 1
         if self.memoize and tag != _EXEC and (tag != _PART or f == -1):
             links = self.inflight.pop(act)
-            load = self.link_load
-            for link in links:
-                load[link] -= 1
             if self.rings:
                 self._network_changed(ex, now, links, -1)
         if tag == _STEP:
@@ -482,7 +516,7 @@ class Execution:
             for g in fp.releases[f]:
                 waits[g] -= 1
                 if not waits[g]:
-                    self._flow(src[g], dst[g], fp.size[g], ex, _FLOW, g)
+                    self._flow(src[g], dst[g], fp.size[g], ex, _FLOW, g, now)
             ex.pending -= 1
             if not ex.pending:
                 self.finish(ex, now)
