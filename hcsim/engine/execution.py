@@ -275,7 +275,15 @@ class Execution:
         self.add(act, (self, tag, ex, 0))
 
     def _flow(
-        self, src: Any, dst: Any, size: int, ex: _Exec, tag: int, f: int, now: float, links: frozenset[str] | None = None
+        self,
+        src: Any,
+        dst: Any,
+        size: int,
+        ex: _Exec,
+        tag: int,
+        f: int,
+        now: float,
+        links: frozenset[str] | None = None,
     ) -> None:
         self.live += 1
         act = self.sg.Comm.sendto_async(src, dst, size)
