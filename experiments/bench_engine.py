@@ -31,7 +31,7 @@ from hcsim.workload import allreduce_benchmark
 def bare_loop(platform: str, ranks: list[str], nbytes: float, iterations: int) -> tuple[int, float, float]:
     """(activities, wall seconds, simulated seconds) of a hand-written ring allreduce."""
     sg = import_simgrid()
-    engine = load_platform(platform)
+    engine = load_platform(platform, one_actor=True)  # as the engine does
     fp = plan("allreduce", "ring", ranks, nbytes)
     hosts = {h: sg.Host.by_name(h) for h in ranks}
     src = [hosts[h] for h in fp.src]

@@ -54,7 +54,7 @@ def _run(
     memoize: bool = False,
 ) -> RunResult:
     sg = import_simgrid()
-    engine = load_platform(platform)
+    engine = load_platform(platform, one_actor=True)
     all_hosts = {h.name: h for h in engine.all_hosts}
     xpus = {n for n, h in all_hosts.items() if h.get_property("kind") == "xpu"}
     if not xpus:  # a platform not written by hcsim: every host counts as an XPU

@@ -630,7 +630,7 @@ def _simulate(
     names: tuple[str, str],
 ) -> ClusterResult:
     sg = import_simgrid()
-    engine = load_platform(platform)
+    engine = load_platform(platform, one_actor=True)
     hosts = {h.name: h for h in engine.all_hosts}
     missing = [g for g in cluster.gpu_names if g not in hosts]
     if missing:
