@@ -243,3 +243,40 @@ def test_a_vertex_with_only_first_iteration_skips_starts_at_time_zero(compiled):
     r = simulate(path, w, iterations=2)
     starts = {(row[0], row[1]): row[4] for row in r.trace}
     assert starts[("B", 0)] == 0.0 and starts[("B", 1)] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_raw_contexts_change_nothing_but_speed(compiled, monkeypatch, tmp_path):
+    """The engine's one actor runs on SimGrid's raw contexts; threads give byte-identical traces."""
+    from hcsim.platform import cxl_system
+    from hcsim.workload.llama2 import llama2_13b
+
+    topo = cxl_system(8)  # LLaMA2-13B does not fit in 8 H100s: CXL memory flows share links with the ring
+    path = compiled(topo)
+    w = llama2_13b(topo.xpus())
+    outputs = []
+    for factory in ("raw", "thread"):
+        monkeypatch.setenv("HCSIM_CONTEXTS", factory)
+        for memoize in (False, True):
+            r = simulate(path, w, iterations=1, memoize=memoize)
+            write_csv(r, tmp_path / "t.csv")
+            outputs.append(((tmp_path / "t.csv").read_bytes(), r.flows, r.activities, r.memoized_flows))
+    assert outputs[0] == outputs[2] and outputs[1] == outputs[3]
+    assert outputs[1][3] > 0  # the memoized run did skip flows
+
+
+def test_data_parallel_refuses_bad_layers():
+    with pytest.raises(HcsimError, match=r"vertex 'a/FP0:L' is a duplicate .*is a rank listed twice"):
+        data_parallel(["a", "b", "a"], [Layer("L", 1, 1)])
+    with pytest.raises(HcsimError, match=r"compute vertex 'a/BP0:L': flops must be a finite number >= 0, got -1"):
+        data_parallel(["a", "b"], [Layer("L", 1, -1)])
+    with pytest.raises(HcsimError, match=r"communication vertex 'AR0:L': bytes must be a finite number >= 0"):
+        data_parallel(["a", "b"], [Layer("L", 1, 1, grad_bytes=float("inf"))])
+    w = data_parallel(["a", "b"], [Layer("L", 1, 2, 3, 4, 5)])
+    assert w.nodes["b/BP0:L"] == {
+        "type": "compute", "flops": 2, "location": "b", "precision": "fp32", "mem_bytes": 4, "footprint": 0.0,
+        "is_start": False, "data": "b/L", "rank": 1, "layer": 0, "phase": "backward",
+    }  # fmt: skip
+    assert sorted(w.edges(data="skip_first_iteration")) == [
+        ("AR0:L", "a/FP0:L", True), ("AR0:L", "b/FP0:L", True), ("a/BP0:L", "AR0:L", False),
+        ("a/FP0:L", "a/BP0:L", False), ("b/BP0:L", "AR0:L", False), ("b/FP0:L", "b/BP0:L", False),
+    ]  # fmt: skip

@@ -63,62 +63,68 @@ def data_parallel(
     w.graph["batches_per_iteration"] = everyone
     if group is not None:
         w.graph["folded_ranks"] = len(ranks)
+    # Built in bulk (add_nodes_from / add_edges_from, one check per layer rather than per
+    # vertex): a folded LLaMA2-13B run has 40k vertices, and vertex-by-vertex insertion
+    # with checks took longer than simulating them.
+    nodes: list[tuple[str, dict]] = []
+    checked: list[tuple[str, dict]] = []  # rank 0's vertices: every rank's have the same numbers
+
+    def compute(name: str, flops: float, xpu: str, mem: float, footprint: float, **attrs: object) -> None:
+        d = {"type": "compute", "flops": flops, "location": xpu, "precision": precision, "mem_bytes": mem}
+        nodes.append((name, dict(d, footprint=footprint, **attrs)))
+
     for li, layer in enumerate(layers):
         fp = layer.footprint if layer.footprint is not None else layer.fwd_bytes + layer.bwd_bytes
         for r, rank in enumerate(ranks):
-            w.add_compute(
-                f"{rank}/FP{li}:{layer.name}",
-                layer.fwd_flops,
-                rank,
-                precision=precision,
-                mem_bytes=layer.fwd_bytes,
-                footprint=fp,
-                is_start=li == 0,
-                data=f"{rank}/{layer.name}",
-                rank=r,
-                layer=li,
-                phase="forward",
-            )
+            vertex = f"{rank}/FP{li}:{layer.name}"
+            data = f"{rank}/{layer.name}"
+            compute(vertex, layer.fwd_flops, rank, layer.fwd_bytes, fp, is_start=li == 0, data=data, rank=r, layer=li,
+                    phase="forward")  # fmt: skip
+        checked.append(nodes[-len(ranks)])
+    ars: set[str] = set()
     for li in reversed(range(len(layers))):
+        layer = layers[li]
         for r, rank in enumerate(ranks):
-            w.add_compute(
-                f"{rank}/BP{li}:{layers[li].name}",
-                layers[li].bwd_flops,
-                rank,
-                precision=precision,
-                mem_bytes=layers[li].bwd_bytes,
-                footprint=0.0,  # the layer's block is counted on its forward vertex
-                data=f"{rank}/{layers[li].name}",
-                rank=r,
-                layer=li,
-                phase="backward",
-            )
-        if len(ranks) > 1 and layers[li].grad_bytes > 0:
-            w.add_comm(
-                f"AR{li}:{layers[li].name}",
-                layers[li].grad_bytes,
-                "allreduce",
-                ranks,
-                algorithm=algorithm,
-                layer=li,
-                phase="sync",
-                **({} if group is None else {"group": group}),
-            )
+            # footprint 0: the layer's block is counted on its forward vertex
+            vertex = f"{rank}/BP{li}:{layer.name}"
+            data = f"{rank}/{layer.name}"
+            compute(vertex, layer.bwd_flops, rank, layer.bwd_bytes, 0.0, is_start=False, data=data, rank=r, layer=li,
+                    phase="backward")  # fmt: skip
+        checked.append(nodes[-len(ranks)])
+        if len(ranks) > 1 and layer.grad_bytes > 0:
+            ar = f"AR{li}:{layer.name}"
+            d = {"type": "comm", "bytes": layer.grad_bytes, "kind": "allreduce", "algorithm": algorithm}
+            d.update(scope=list(ranks), is_start=False, layer=li, phase="sync")
+            if group is not None:
+                d["group"] = group
+            nodes.append((ar, d))
+            checked.append(nodes[-1])
+            ars.add(ar)
+    seen: set[str] = set()
+    for vertex, _ in nodes:
+        if vertex in seen:
+            raise HcsimError(f"vertex '{vertex}' is a duplicate (vertex names must be unique: is a rank listed twice?)")
+        seen.add(vertex)
+    for vertex, d in checked:
+        Workload._check_vertex(vertex, d)
+    w.add_nodes_from(nodes)
+
+    edges: list[tuple[str, str, dict]] = []
+    same, skip = {"skip_first_iteration": False}, {"skip_first_iteration": True}
     last = len(layers) - 1
     for rank in ranks:
-        for li in range(last):
-            w.add_dependency(f"{rank}/FP{li}:{layers[li].name}", f"{rank}/FP{li + 1}:{layers[li + 1].name}")
-        w.add_dependency(f"{rank}/FP{last}:{layers[last].name}", f"{rank}/BP{last}:{layers[last].name}")
-        for li in range(last, 0, -1):
-            w.add_dependency(f"{rank}/BP{li}:{layers[li].name}", f"{rank}/BP{li - 1}:{layers[li - 1].name}")
+        fwd = [f"{rank}/FP{li}:{layer.name}" for li, layer in enumerate(layers)]
+        bwd = [f"{rank}/BP{li}:{layer.name}" for li, layer in enumerate(layers)]
+        edges += [(fwd[li], fwd[li + 1], dict(same)) for li in range(last)]
+        edges.append((fwd[last], bwd[last], dict(same)))
+        edges += [(bwd[li], bwd[li - 1], dict(same)) for li in range(last, 0, -1)]
         for li, layer in enumerate(layers):
-            bp, fp = f"{rank}/BP{li}:{layer.name}", f"{rank}/FP{li}:{layer.name}"
             ar = f"AR{li}:{layer.name}"
-            if ar in w:
-                w.add_dependency(bp, ar)
-                w.add_dependency(ar, fp, skip_first_iteration=True)
+            if ar in ars:
+                edges += [(bwd[li], ar, dict(same)), (ar, fwd[li], dict(skip))]
             else:
-                w.add_dependency(bp, fp, skip_first_iteration=True)
+                edges.append((bwd[li], fwd[li], dict(skip)))
+    w.add_edges_from(edges)
     return w
 
 

@@ -175,25 +175,30 @@ class Workload(nx.DiGraph):
         """Check every vertex and edge; with ``xpus`` also that locations and ranks are XPUs."""
         if self.number_of_nodes() == 0:
             raise HcsimError("workload is empty (add compute and communication vertices)")
-        for name, d in self.nodes(data=True):
-            self._check_vertex(name, d)
-            places = [d["location"]] if d["type"] == "compute" else d["scope"]
+        nodes, preds = self._node, self._pred  # NetworkX's own dicts: views cost too much on 100k-vertex graphs
+        check = self._check_vertex
+        starts = []
+        for name, d in nodes.items():
+            check(name, d)
             if xpus is not None:
-                for p in places:
+                for p in [d["location"]] if d["type"] == "compute" else d["scope"]:
                     if p not in xpus:
                         what = "a host that is not an XPU" if hosts and p in hosts else "an unknown host"
                         raise HcsimError(f"vertex '{name}' is placed on '{p}', {what} (valid: an XPU of the platform)")
-        starts = [n for n, s in self.nodes(data="is_start") if s]
+            if d.get("is_start"):
+                starts.append(name)
         if not starts:
             raise HcsimError("workload has no start vertex (mark at least one with is_start=True)")
-        for n in self.nodes:
-            required = [u for u, _, skip in self.in_edges(n, data="skip_first_iteration") if not skip]
-            if self.nodes[n].get("is_start") and required:
-                raise HcsimError(
-                    f"start vertex '{n}' depends on '{required[0]}' in the same iteration "
-                    "(a start vertex may only have skip_first_iteration dependencies)"
-                )
-            if not self.nodes[n].get("is_start") and self.in_degree(n) == 0:
+        for n, d in nodes.items():
+            ins = preds[n]
+            if d.get("is_start"):
+                required = [u for u, e in ins.items() if not e.get("skip_first_iteration")]
+                if required:
+                    raise HcsimError(
+                        f"start vertex '{n}' depends on '{required[0]}' in the same iteration "
+                        "(a start vertex may only have skip_first_iteration dependencies)"
+                    )
+            elif not ins:
                 raise HcsimError(f"vertex '{n}' has no dependency and is not a start vertex (it would never run)")
         return self
 
