@@ -79,7 +79,7 @@ class _Ring(_Exec):
     __slots__ = (
         "steps", "done_steps", "left", "step_start", "quiet", "ff", "gen", "links", "sharing",
         "flinks", "lat", "solo", "fstart", "fsize", "disturbed", "real", "nvirtual", "vstart", "vsize", "vend",
-        "vgen", "disjoint", "by_link", "unknown", "order", "foreign", "busy",
+        "vgen", "disjoint", "by_link", "hits", "unknown", "order", "foreign", "busy",
     )  # fmt: skip
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
@@ -97,6 +97,7 @@ class _Ring(_Exec):
         self.nvirtual, self.vstart, self.vsize = 0, start, 0
         self.vend, self.vgen, self.disjoint = start, 0, False
         self.by_link: dict[str, list[int]] = {}  # link -> flows of a step that cross it
+        self.hits: dict[frozenset[str], tuple[int, ...]] = {}  # a route's links -> flows of a step it shares one with
         self.unknown: set[int] = set()  # flows whose solo duration is not measured yet
         self.order: list[int] | None = None  # flows with a known solo duration, slowest first (None: stale)
         self.foreign: list[int] = []  # per flow of a step: other flows in flight that share one of its links
@@ -308,15 +309,20 @@ class Execution:
     def _network_changed(self, owner: _Exec, now: float, links: frozenset[str], change: int) -> None:
         """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here."""
         for r in list(self.rings):
-            if r is not owner and not links.isdisjoint(r.links):
+            if r is owner:
+                continue
+            hit = r.hits.get(links)
+            if hit is None:  # flows of a step that share a link with this route (routes recur: cached)
+                found: set[int] = set()
+                for link in links:
+                    found.update(r.by_link.get(link, ()))
+                hit = r.hits[links] = tuple(sorted(found))
+            if hit:
                 r.quiet = False
                 r.sharing += change
                 if r.ff is not None:
                     self._interrupt(r, now)
-                hit: set[int] = set()
-                for link in links:
-                    hit.update(r.by_link.get(link, ()))
-                for f in sorted(hit):
+                for f in hit:
                     r.disturbed[f] = True
                     r.foreign[f] += change
                     if r.foreign[f]:
