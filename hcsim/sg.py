@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import gc
 import glob
 import importlib.util
 import multiprocessing
@@ -153,6 +154,10 @@ def load_platform(path: str, *, one_actor: bool = False) -> Any:
 
 def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
     pin_to_free_cpu()
+    # Everything inherited from the parent (a workload graph can be 100k dicts) is
+    # permanent for the child: the cyclic GC stops rescanning it at every full collection,
+    # which took more time than building a run's state (0.7 -> 0.2 s at 1024 XPUs).
+    gc.freeze()
     try:
         conn.send(("ok", fn(*args, **kwargs)))
     except HcsimError as exc:

@@ -180,13 +180,10 @@ class Workload(nx.DiGraph):
         starts = []
         for name, d in nodes.items():
             check(name, d)
-            if xpus is not None:
-                for p in [d["location"]] if d["type"] == "compute" else d["scope"]:
-                    if p not in xpus:
-                        what = "a host that is not an XPU" if hosts and p in hosts else "an unknown host"
-                        raise HcsimError(f"vertex '{name}' is placed on '{p}', {what} (valid: an XPU of the platform)")
             if d.get("is_start"):
                 starts.append(name)
+        if xpus is not None:
+            self.check_placement(xpus, hosts)
         if not starts:
             raise HcsimError("workload has no start vertex (mark at least one with is_start=True)")
         for n, d in nodes.items():
@@ -201,6 +198,14 @@ class Workload(nx.DiGraph):
             elif not ins:
                 raise HcsimError(f"vertex '{n}' has no dependency and is not a start vertex (it would never run)")
         return self
+
+    def check_placement(self, xpus: set[str], hosts: set[str] | None = None) -> None:
+        """Check that every location and rank is one of ``xpus`` (``hosts``: the platform's, for the message)."""
+        for name, d in self._node.items():
+            for p in [d["location"]] if d["type"] == "compute" else d["scope"]:
+                if p not in xpus:
+                    what = "a host that is not an XPU" if hosts and p in hosts else "an unknown host"
+                    raise HcsimError(f"vertex '{name}' is placed on '{p}', {what} (valid: an XPU of the platform)")
 
     # ------------------------------------------------------------------ JSON
     def to_json(self, path: str | os.PathLike[str]) -> None:

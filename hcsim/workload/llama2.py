@@ -84,6 +84,7 @@ def decoder_layers(b: int = 1, sync: str = "decoder") -> list[Layer]:
                     bwd_bytes=(bm0 + bmb * b) * GIGA,
                     grad_bytes=grad,
                     footprint=(state + activations) if i == 0 else 0.0,
+                    block=f"d{d:02d}",  # a decoder's operators share its footprint: one data block
                 )
             )
     return layers
@@ -94,12 +95,6 @@ def llama2_13b(
 ) -> Workload:
     """Data-parallel LLaMA2-13B over ``ranks``: one iteration = forward + backward + gradient sync."""
     layers = decoder_layers(b, sync)
-    # a decoder's operators share its footprint: one data block per decoder and rank
-    w = data_parallel(
+    return data_parallel(
         ranks, layers, algorithm=algorithm, precision="fp32", batch_per_rank=b, name="llama2-13b", group=group
     )
-    for name, data in w.nodes(data=True):
-        if data["type"] == "compute":
-            rank, _, op = name.partition("/")
-            data["data"] = f"{rank}/{op.split(':', 1)[1].split('.')[0]}"
-    return w
