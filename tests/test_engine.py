@@ -69,6 +69,24 @@ def test_compute_vertex_is_roofline_bound(compiled):
     assert ends["c"] == pytest.approx(5.5, rel=REL)
 
 
+def test_operators_sharing_an_xpu_share_its_speed(compiled):
+    """The driver looks at an exec when it would end alone; SimGrid decides when it really ends."""
+    path = custom_pair(compiled)
+    w = Workload()
+    w.add_compute("a", 2e12, "x0", is_start=True)  # 2 s alone at 1e12 flop/s (fp32)
+    w.add_compute("b", 1e12, "x0", is_start=True)  # 1 s alone
+    w.add_compute("c", 1e12, "x1", is_start=True)  # alone on x1
+    r = simulate(path, w, iterations=2)
+    ends = {(row[0], row[1]): row[5] for row in r.trace}
+    # x0 shared half and half: b(0) ends at 2 s; then b(1) and the second half of a(0) share
+    # until 4 s; a(1) runs alone from 4 to 6 s
+    assert ends["b", 0] == pytest.approx(2.0, rel=REL)
+    assert ends["a", 0] == pytest.approx(4.0, rel=REL)
+    assert ends["b", 1] == pytest.approx(4.0, rel=REL)
+    assert ends["a", 1] == pytest.approx(6.0, rel=REL)
+    assert ends["c", 0] == pytest.approx(1.0, rel=REL) and ends["c", 1] == pytest.approx(2.0, rel=REL)
+
+
 def test_lone_p2p(compiled):
     path = custom_pair(compiled)
     w = Workload()

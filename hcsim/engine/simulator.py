@@ -75,6 +75,10 @@ def _run(
         seq[0] += 1
         heapq.heappush(timers, (at, seq[0], key))
 
+    def add_exec(act: Any, key: tuple, end: float) -> None:
+        seq[0] += 1
+        heapq.heappush(timers, (end, seq[0], (None, act, key)))  # looked at when due, not waited for
+
     bar = progress_bar(iterations, "simulating", "iteration", show=True, leave=False) if progress else None
 
     def on_iteration(k: int, now: float) -> None:
@@ -94,13 +98,14 @@ def _run(
         on_iteration=on_iteration,
         memoize=memoize,
         add_timer=add_timer,
+        add_exec=add_exec,
     )
     result = run.result
     Engine, this_actor, Timeout = sg.Engine, sg.this_actor, sg.TimeoutException
 
     def controller() -> None:
         run.start(0.0)
-        # the hot loop: one iteration per completed SimGrid activity (timers only in memoize mode)
+        # the hot loop: one iteration per completed SimGrid activity or batch of due timers (exec ends, skips)
         wait_any, wait_for, empty, pop, complete = (
             pending_set.wait_any,
             pending_set.wait_any_for,
@@ -128,7 +133,16 @@ def _run(
                     pass
             now = Engine.clock
             while timers and timers[0][0] <= now + 1e-12 * (1.0 + now):
-                run.timer(heapq.heappop(timers)[2], now)
+                key = heapq.heappop(timers)[2]
+                if key[0] is not None:
+                    run.timer(key, now)
+                elif key[1].test() or key[1].remaining <= 0.0:
+                    # an exec due now that SimGrid finished: its work is all done (when the
+                    # exec ends at the very date the wait times out, test() may not say so yet)
+                    _, tag, ex, f = key[2]
+                    complete(key[1], tag, ex, f, now)
+                else:  # not done (its XPU is shared, or rounding): wait for it
+                    add(key[1], key[2])
 
     controller_host = all_hosts[sorted(xpus)[0]]
     sg.Actor.create("hcsim-engine", controller_host, controller)
