@@ -188,6 +188,7 @@ class Execution:
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
         self.inflight: dict[Any, frozenset[str]] = {}  # flows in flight (memoize mode) -> their links
         self.sg = sg
+        self._sendto = sg.Comm.sendto_async
         self.add = add
         self.iterations = iterations
         self.record_flows = record_flows
@@ -306,7 +307,7 @@ class Execution:
         links: frozenset[str] | None = None,
     ) -> None:
         self.live += 1
-        act = self.sg.Comm.sendto_async(src, dst, size)
+        act = self._sendto(src, dst, size)
         self.add(act, (self, tag, ex, f))
         if self.memoize:
             if links is None:
@@ -327,7 +328,10 @@ class Execution:
 
     def _network_changed(self, owner: _Exec, now: float, links: frozenset[str], change: int) -> None:
         """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here."""
-        for r in list(self.rings):
+        rings = self.rings
+        if len(rings) == 1 and rings[0] is owner:  # a ring's own flow, no other ring: the common case
+            return
+        for r in list(rings):
             if r is owner:
                 continue
             hit = r.hits.get(links)
