@@ -326,6 +326,17 @@ class Execution:
             hit = self.routes[key] = (frozenset(link.name for link in links), latency)
         return hit
 
+    @staticmethod
+    def _hits(r: _Ring, links: frozenset[str]) -> tuple[int, ...]:
+        """Flows of a step of ``r`` that share a link with ``links`` (routes recur: cached)."""
+        hit = r.hits.get(links)
+        if hit is None:
+            found: set[int] = set()
+            for link in links:
+                found.update(r.by_link.get(link, ()))
+            hit = r.hits[links] = tuple(sorted(found))
+        return hit
+
     def _network_changed(self, owner: _Exec, now: float, links: frozenset[str], change: int) -> None:
         """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here."""
         rings = self.rings
@@ -334,12 +345,7 @@ class Execution:
         for r in list(rings):
             if r is owner:
                 continue
-            hit = r.hits.get(links)
-            if hit is None:  # flows of a step that share a link with this route (routes recur: cached)
-                found: set[int] = set()
-                for link in links:
-                    found.update(r.by_link.get(link, ()))
-                hit = r.hits[links] = tuple(sorted(found))
+            hit = self._hits(r, links)
             if hit:
                 r.quiet = False
                 r.sharing += change
@@ -391,6 +397,17 @@ class Execution:
         r.step_start = r.vstart = r.vend = now
         r.vsize, r.quiet = size, True
         r.vgen += 1
+        for o in list(self.rings):  # another ring alone on links this step needs is not alone any more
+            if o is r:
+                continue
+            hit = self._hits(o, r.links)
+            if not hit:
+                continue
+            if o.ff is not None:
+                self._interrupt(o, now)  # its skip assumed it had those links to itself
+            for g in hit:
+                if o.nvirtual and g not in o.real:
+                    self._materialize(o, g, now)
         busy = r.busy
         real = busy | r.unknown if r.disjoint else set(range(n))
         nvirtual = n - len(real)
