@@ -109,3 +109,14 @@ def test_two_rings_and_a_background_flow_agree_with_the_exact_engine(compiled):
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("exact", exact), ("memo", memo))}
     for v in ("A", "B", "bg"):
         assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
+
+
+def test_memoized_mixed_system_at_100us_runs_both_iterations(compiled):
+    """Regression: a virtual flow that had already arrived when another flow claimed its links
+    cancelled the step's pending end, and the ring never finished (256 H100+V100 at 100 us)."""
+    folded = fold_data_parallel(cxl_system(256, mix="H100+V100", cxl_latency="100us"))
+    path = compiled(folded.topology)
+    w = llama2_13b(folded.ranks, group=folded.group)
+    memo = simulate(path, w, 2, record_flows=False, memoize=True)
+    exact = simulate(path, w, 2, record_flows=False)  # the exact engine on the same folded system
+    assert memo.iteration_end == pytest.approx(exact.iteration_end, rel=0.01)

@@ -377,8 +377,10 @@ class Execution:
         r.vgen += 1  # the step's virtual end changes
         virtual = [g for g in range(len(r.flinks)) if g not in r.real]
         r.vend = max([r.step_start] + [r.vstart + self._vdur(r, g, size) for g in virtual])
-        if elapsed >= dur:
-            return  # it already arrived
+        if elapsed >= dur:  # it already arrived
+            if not r.left:  # nothing of the step is in SimGrid: the new virtual end must still come
+                self.add_timer(max(r.vend, now), (self, _VEND, r, r.vgen))  # type: ignore[misc]
+            return
         lat = r.lat[f]
         moved = 0.0 if dur <= lat else max(0.0, elapsed - lat) / (dur - lat) * size
         rest = max(1, int(round(size - moved)))
