@@ -77,7 +77,7 @@ class _Ring(_Exec):
     """A ring collective run step by step (memoize mode), with its fast-forward state."""
 
     __slots__ = (
-        "steps", "done_steps", "left", "step_start", "quiet", "ff", "gen", "links", "sharing",
+        "steps", "done_steps", "left", "step_start", "quiet", "ff", "gen", "links",
         "flinks", "lat", "solo", "fstart", "fsize", "disturbed", "real", "nvirtual", "vstart", "vsize", "vend",
         "vgen", "disjoint", "by_link", "hits", "unknown", "order", "foreign", "busy",
     )  # fmt: skip
@@ -107,7 +107,6 @@ class _Ring(_Exec):
         self.ff: tuple[float, float, int] | None = None  # (since, step duration, steps covered)
         self.gen = 0
         self.links: frozenset[str] = frozenset()  # links the ring's flows cross
-        self.sharing = 0  # other flows in flight that cross one of those links
 
 
 def xpu_info(host: Any) -> XpuInfo:
@@ -348,7 +347,6 @@ class Execution:
             hit = self._hits(r, links)
             if hit:
                 r.quiet = False
-                r.sharing += change
                 if r.ff is not None:
                     self._interrupt(r, now)
                 for f in hit:
@@ -456,7 +454,7 @@ class Execution:
             self.finish(r, now)
             return
         d = now - r.step_start
-        if r.quiet and not r.sharing:
+        if r.quiet and not r.busy:  # alone on its links, and nothing else is in flight on them
             left = r.steps - r.done_steps
             r.ff = (now, d, left)
             r.gen += 1
@@ -531,15 +529,10 @@ class Execution:
             r.unknown = set(range(n))
             r.foreign = [0] * n
             for links in self.inflight.values():
-                if not links.isdisjoint(r.links):
-                    hit = set()
-                    for link in links:
-                        hit.update(r.by_link.get(link, ()))
-                    for f in hit:
-                        r.foreign[f] += 1
+                for f in self._hits(r, links):
+                    r.foreign[f] += 1
             r.busy = {f for f in range(n) if r.foreign[f]}
             r.solo, r.fstart, r.fsize, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
-            r.sharing = sum(1 for links in self.inflight.values() if not links.isdisjoint(r.links))
             self.rings.append(r)
             self._step(r, now, fp.size[0])
             return
