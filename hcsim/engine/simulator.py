@@ -1,7 +1,10 @@
 """The workload execution engine (paper Fig. 5) on SimGrid S4U.
 
-One controller actor drives the whole run, so there is one thread wake-up per
-completed SimGrid activity and nothing else. The run's state and rules live in
+One controller actor drives the whole run (on SimGrid's raw contexts: see
+:mod:`hcsim.sg`), so there is at most one wake-up per completed SimGrid activity and
+nothing else. Flows are waited for in an ``ActivitySet``; execs are looked at when they
+would end alone on their XPU (a timer heap, so execs ending together cost one wake-up),
+because ``wait_any`` costs time in proportion to the set. The run's state and rules live in
 :class:`hcsim.engine.execution.Execution`; this module loads the platform, drives the
 loop and turns a stuck run into a deadlock message:
 
