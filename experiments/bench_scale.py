@@ -33,22 +33,18 @@ def one(system: str, xpus: int, mix: str, fast: bool) -> dict:
     """Run in a child process: one iteration, measured."""
     import resource
 
-    from hcsim.engine import simulate
-    from hcsim.platform import compile_platform, cxl_system, noncoherent_system
-    from hcsim.platform.folding import fold_data_parallel
+    from hcsim.engine import simulate_system
+    from hcsim.platform import cxl_system, noncoherent_system
     from hcsim.workload.llama2 import llama2_13b
 
     t0 = time.perf_counter()
     topo = (cxl_system if system == "cxl" else noncoherent_system)(xpus, mix=mix)
-    ranks, group = topo.xpus(), None
-    if fast:
-        f = fold_data_parallel(topo)
-        topo, ranks, group = f.topology, f.ranks, f.group
-    path = f"/tmp/hcsim-bench-scale-{os.getpid()}.xml"
-    compile_platform(topo, path)
-    r = simulate(path, llama2_13b(ranks, group=group), 1, coherent=system == "cxl", record_flows=False, memoize=fast)
+    r = simulate_system(
+        topo, lambda ranks, group: llama2_13b(ranks, group=group), 1, coherent=system == "cxl", fast=fast,
+        record_flows=False,
+    )  # fmt: skip
+    ranks = r.fold.ranks if r.fold is not None else topo.xpus()
     wall = time.perf_counter() - t0
-    os.unlink(path)
     rss = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     )

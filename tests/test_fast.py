@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcsim.engine import simulate
+from hcsim.engine import simulate, simulate_system
 from hcsim.engine.collectives import plan
 from hcsim.platform import cxl_system, noncoherent_system
 from hcsim.platform.folding import fold_data_parallel
@@ -24,13 +24,10 @@ def _iteration(
     compiled, system: str, xpus: int, mix: str, memoize: bool, fold: bool, spr: int, **links: str
 ) -> tuple[float, object]:
     topo = SYSTEMS[system](xpus, mix=mix, servers_per_rack=spr, **links)
-    group = None
-    ranks = topo.xpus()
-    if fold:
-        folded = fold_data_parallel(topo)
-        topo, ranks, group = folded.topology, folded.ranks, folded.group
-    path = compiled(topo)
-    r = simulate(path, llama2_13b(ranks, group=group), 1, coherent=system == "cxl", record_flows=False, memoize=memoize)
+    r = simulate_system(
+        topo, lambda ranks, group: llama2_13b(ranks, group=group), 1, coherent=system == "cxl", fold=fold,
+        memoize=memoize, record_flows=False, compile=compiled,
+    )  # fmt: skip
     return r.makespan, r
 
 

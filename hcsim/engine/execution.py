@@ -62,6 +62,7 @@ class RunResult:
     wall_seconds: float = 0.0  # host time spent in SimGrid's run loop (excludes loading the platform)
     graph: dict[str, Any] = field(default_factory=dict)
     placement: dict[str, str | None] = field(default_factory=dict)
+    fold: Any = None  # the hcsim.platform.folding.Fold the run was simulated on (simulate_system), or None
 
 
 class _Exec:

@@ -77,25 +77,21 @@ def llama2_13b(
     ``fast`` folds the system to its representative servers and memoizes repeated ring
     steps (both checked against the exact engine within 1%, tests/test_fast.py).
     """
-    from hcsim.engine import simulate
+    from hcsim.engine import simulate_system
     from hcsim.engine.report import summarize
-    from hcsim.platform import compile_platform
-    from hcsim.platform.folding import fold_data_parallel
     from hcsim.workload.llama2 import llama2_13b as build
 
     topo = _system(system, xpus, mix, cxl_bandwidth, cxl_latency)
-    ranks, group = topo.xpus(), None
-    if fast:
-        folded = fold_data_parallel(topo)
-        topo, ranks, group = folded.topology, folded.ranks, folded.group
     coherent = system == "cxl" if coherent is None else coherent
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "p.xml")
-        compile_platform(topo, path)
-        r = simulate(
-            path, build(ranks, batch, algorithm, group=group), iterations, coherent=coherent, record_flows=False,
-            memoize=fast,
-        )  # fmt: skip
+    r = simulate_system(
+        topo,
+        lambda ranks, group: build(ranks, batch, algorithm, group=group),
+        iterations,
+        coherent=coherent,
+        fast=fast,
+        record_flows=False,
+    )
+    ranks = r.fold.ranks if r.fold is not None else topo.xpus()
     s = summarize(r)
     per = s["per_xpu_per_iteration_s"]
     return {

@@ -1,0 +1,102 @@
+"""One entry point from a topology to a run, with the fast paths as switches.
+
+Every caller that starts from a :class:`~hcsim.platform.Topology` (the CLI's ``run
+--system``, the sweep studies, the benchmarks, the equivalence tests) goes through
+:func:`simulate_system`, so the recipe of the fast mode is written once:
+
+1. **fold** (:func:`hcsim.platform.folding.fold_data_parallel`): keep the servers whose
+   ring has every hop class of the full ring; the workload is built on the kept ranks
+   with the full group size, so its collectives keep the full chunk and step count;
+2. **compile** the (folded) topology to a SimGrid platform in a temporary directory;
+3. **memoize** (:class:`hcsim.engine.memoize.MemoizedRings`): ring collectives run step
+   by step and repeated steps on an unchanged network are skipped.
+
+Each shortcut is a switch (``fold=``, ``memoize=``; ``fast=True`` turns both on) and
+each is held to the exact engine by ``tests/test_fast.py`` (the contract, with its
+measured bounds, is in ``docs/fast-paths.md``).
+
+Example: a 64 MiB ring allreduce on the 64-XPU CXL system, exact and fast::
+
+    >>> from hcsim.engine import simulate_system
+    >>> from hcsim.platform import cxl_system
+    >>> from hcsim.workload.builders import allreduce_benchmark
+    >>> def allreduce(ranks, group):
+    ...     return allreduce_benchmark(ranks, 64 * 2**20, "ring", group)
+    >>> exact = simulate_system(cxl_system(64), allreduce)
+    >>> fast = simulate_system(cxl_system(64), allreduce, fast=True)
+    >>> len(fast.fold.ranks), abs(fast.makespan / exact.makespan - 1) < 1e-6
+    (16, True)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+
+from hcsim.engine.execution import RunResult
+from hcsim.engine.memory import Placement, fill_local_first
+from hcsim.engine.simulator import simulate
+from hcsim.platform.topology import Topology
+from hcsim.workload.graph import Workload
+
+__all__ = ["WorkloadFactory", "is_coherent", "simulate_system"]
+
+WorkloadFactory = Callable[[list[str], "int | None"], Workload]
+"""Builds a workload on ``ranks`` (XPU names, rank order); ``group`` is the full system's
+XPU count when the ranks are a fold's representatives (``None``: the ranks are all)."""
+
+
+def is_coherent(topology: Topology) -> bool:
+    """Whether remote memory is coherent: the paper's CXL system, or any topology with CXL memory."""
+    system = topology.graph.get("system")
+    if system is not None:
+        return system == "cxl"
+    return any(d.get("kind") == "memory" and d.get("memory_kind") == "cxl" for _, d in topology.nodes(data=True))
+
+
+def simulate_system(
+    topology: Topology,
+    workload: WorkloadFactory,
+    iterations: int = 1,
+    *,
+    coherent: bool | None = None,
+    fast: bool = False,
+    fold: bool | None = None,
+    memoize: bool | None = None,
+    placement: Placement = fill_local_first,
+    record_flows: bool = True,
+    progress: bool | None = None,
+    compile: Callable[[Topology], str] | None = None,
+) -> RunResult:
+    """Run ``workload`` built on ``topology``'s XPUs; ``fast=True`` folds and memoizes.
+
+    ``fold`` and ``memoize`` override ``fast`` one by one. ``coherent=None`` means
+    :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
+    temporary directory (the tests use it to reuse compiled platforms). ``result.fold``
+    is the :class:`~hcsim.platform.folding.Fold` simulated (its ``ranks`` and ``weights``),
+    or ``None``. A fold that cannot be proven for this topology raises :class:`~hcsim.HcsimError`
+    naming why (run with ``fold=False`` for the exact path).
+    """
+    fold = fast if fold is None else fold
+    memoize = fast if memoize is None else memoize
+    coherent = is_coherent(topology) if coherent is None else coherent
+    ranks, group, folded = topology.xpus(), None, None
+    if fold:
+        from hcsim.platform.folding import fold_data_parallel
+
+        folded = fold_data_parallel(topology)
+        topology, ranks, group = folded.topology, folded.ranks, folded.group
+    work = workload(ranks, group)
+    kwargs = dict(coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize)
+    if compile is not None:
+        result = simulate(compile(topology), work, iterations, **kwargs)
+    else:
+        from hcsim.platform.compiler import compile_platform
+
+        with tempfile.TemporaryDirectory(prefix="hcsim-system-") as tmp:
+            path = os.path.join(tmp, "platform.xml")
+            compile_platform(topology, path)
+            result = simulate(path, work, iterations, **kwargs)
+    result.fold = folded
+    return result
