@@ -37,12 +37,9 @@ def sample_pairs(topo, k, seed):
     return pairs
 
 
-@pytest.mark.parametrize(
-    "build, xpus", [(cxl_system, 64), (noncoherent_system, 64), (cxl_system, 384), (noncoherent_system, 384)]
-)
-def test_lone_transfers_match_latency_plus_size_over_bandwidth(compiled, build, xpus):
-    topo = build(xpus, mix="H100+A100")
-    path = compiled(topo)
+@pytest.mark.parametrize("system, xpus", [("cxl", 64), ("noncoherent", 64), ("cxl", 384), ("noncoherent", 384)])
+def test_lone_transfers_match_latency_plus_size_over_bandwidth(paper_system, system, xpus):
+    topo, path = paper_system(system, xpus, mix="H100+A100")
     router = Router(topo)
     pairs = sample_pairs(topo, 12, seed=xpus)
     for a, b in pairs:  # one simulation per pair: each transfer really is alone
@@ -50,9 +47,8 @@ def test_lone_transfers_match_latency_plus_size_over_bandwidth(compiled, build, 
         assert t == pytest.approx(lone_time(topo, router, a, b), rel=REL), (a, b)
 
 
-def test_simgrid_resolves_our_routes(compiled):
-    topo = cxl_system(384)
-    path = compiled(topo)
+def test_simgrid_resolves_our_routes(paper_system):
+    topo, path = paper_system("cxl", 384)
     router = Router(topo)
     for a, b in sample_pairs(topo, 6, seed=3):
         links, latency = simgrid_route(path, a, b)

@@ -41,28 +41,28 @@ CONFIGS = [
     ("noncoherent", 32, "H100+V100", 2),
     ("cxl", 32, "H100", 16),
     # 64 XPUs: the exact path takes 13-20 s here, so it belongs in the test (one config per system)
-    ("cxl", 64, "H100+A100", 2),
-    ("noncoherent", 64, "H100", 16),
+    pytest.param("cxl", 64, "H100+A100", 2, marks=pytest.mark.slow),
+    pytest.param("noncoherent", 64, "H100", 16, marks=pytest.mark.slow),
     # 128 XPUs: the exact path takes 53 s on CXL (in), 119 s non-coherent (out: over a minute)
-    ("cxl", 128, "H100", 16),
+    pytest.param("cxl", 128, "H100", 16, marks=pytest.mark.slow),
 ]
 
 
 @pytest.mark.parametrize("system,xpus,mix,spr", CONFIGS)
-def test_fast_paths_agree_with_the_exact_engine(compiled, system, xpus, mix, spr):
-    exact, _ = _iteration(compiled, system, xpus, mix, memoize=False, fold=False, spr=spr)
+def test_fast_paths_agree_with_the_exact_engine(compile_cached, system, xpus, mix, spr):
+    exact, _ = _iteration(compile_cached, system, xpus, mix, memoize=False, fold=False, spr=spr)
     for memoize, fold in ((True, False), (False, True), (True, True)):
-        fast, r = _iteration(compiled, system, xpus, mix, memoize=memoize, fold=fold, spr=spr)
+        fast, r = _iteration(compile_cached, system, xpus, mix, memoize=memoize, fold=fold, spr=spr)
         assert fast == pytest.approx(exact, rel=0.01), (memoize, fold, fast, exact)
 
 
 # the sweeps' extremes: at 16 GB/s remote-memory flows and ring flows fight for the CXL links all the time
 # (a first memoize skipped steps there and was 13% optimistic); at 100 us latency every step is latency-bound
 @pytest.mark.parametrize("links", [{"cxl_bandwidth": "16GBps"}, {"cxl_latency": "100us"}])
-def test_fast_paths_agree_at_the_sweeps_extremes(compiled, links):
-    exact, _ = _iteration(compiled, "cxl", 16, "H100", memoize=False, fold=False, spr=16, **links)
+def test_fast_paths_agree_at_the_sweeps_extremes(compile_cached, links):
+    exact, _ = _iteration(compile_cached, "cxl", 16, "H100", memoize=False, fold=False, spr=16, **links)
     for memoize, fold in ((True, False), (True, True)):
-        fast, _ = _iteration(compiled, "cxl", 16, "H100", memoize=memoize, fold=fold, spr=16, **links)
+        fast, _ = _iteration(compile_cached, "cxl", 16, "H100", memoize=memoize, fold=fold, spr=16, **links)
         assert fast == pytest.approx(exact, rel=0.01), (links, memoize, fold, fast, exact)
 
 
@@ -110,6 +110,7 @@ def test_two_rings_and_a_background_flow_agree_with_the_exact_engine(compiled):
         assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
 
 
+@pytest.mark.slow
 def test_memoized_mixed_system_at_100us_runs_both_iterations(compiled):
     """Regression: a virtual flow that had already arrived when another flow claimed its links
     cancelled the step's pending end, and the ring never finished (256 H100+V100 at 100 us)."""
