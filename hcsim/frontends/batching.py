@@ -38,6 +38,7 @@ from hcsim.sg import import_simgrid, load_platform, run_isolated
 __all__ = [
     "arrival_times",
     "linear_time",
+    "check_stable",
     "table_time",
     "engine_time",
     "ServeResult",
@@ -109,6 +110,28 @@ def linear_time(alpha: float, tau0: float) -> Callable[[int], float]:
     return lambda b: alpha * b + tau0
 
 
+def check_stable(rate: float, alpha: float, tau0: float, max_batch: float = math.inf) -> None:
+    """Raise :class:`HcsimError` unless a server with tau[b] = alpha b + tau0 keeps up with ``rate`` jobs/s.
+
+    A server batching at most ``max_batch`` (M) jobs serves at most M / (alpha M + tau0)
+    jobs/s (1 / alpha for M infinite, :func:`hcsim.analysis.queueing.capacity`); below
+    that, and with rho = rate alpha < 1, its queue is stable and latency has a mean.
+
+    >>> check_stable(500.0, 1e-3, 5e-3)  # rho = 0.5
+    >>> check_stable(2000.0, 1e-3, 5e-3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hcsim.errors.HcsimError: unstable: each server gets 2000 jobs/s but can serve at most 1000 (valid: ...)
+    """
+    from hcsim.analysis.queueing import capacity
+
+    if rate * alpha >= 1 or rate >= capacity(alpha, tau0, max_batch):
+        raise HcsimError(
+            f"unstable: each server gets {rate:.6g} jobs/s but can serve at most "
+            f"{capacity(alpha, tau0, max_batch):.6g} (valid: rho = lambda alpha < 1 and lambda < M / (alpha M + tau0))"
+        )
+
+
 def table_time(table: dict[int, float] | dict[int, tuple[float, float]]) -> Callable[[int], float]:
     """tau[b] = b / throughput, linear between measured batch sizes (and beyond, along the end segments)."""
     if len(table) < 2:
@@ -170,6 +193,10 @@ class ServeResult:
     def energy_per_job(self, beta: float, c0: float) -> float:
         """Joules per job with c[b] = beta b + c0 per batch."""
         return float((beta * self.batch_size + c0).sum() / self.batch_size.sum())
+
+    def jobs_per_joule(self, beta: float, c0: float) -> float:
+        """Energy efficiency eta (the paper's): jobs served per joule with c[b] = beta b + c0 per batch."""
+        return float(self.batch_size.sum() / (beta * self.batch_size + c0).sum())
 
 
 def _batch_stat(values: np.ndarray, stat, batches: int, warmup: float, level: float) -> tuple[float, float]:  # noqa: ANN001
