@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hcsim.analysis.statistics import confidence_interval, percentile_interval
 from hcsim.errors import HcsimError
 from hcsim.sg import import_simgrid, load_platform, run_isolated
 
@@ -197,31 +198,6 @@ class ServeResult:
     def jobs_per_joule(self, beta: float, c0: float) -> float:
         """Energy efficiency eta (the paper's): jobs served per joule with c[b] = beta b + c0 per batch."""
         return float(self.batch_size.sum() / (beta * self.batch_size + c0).sum())
-
-
-def _batch_stat(values: np.ndarray, stat, batches: int, warmup: float, level: float) -> tuple[float, float]:  # noqa: ANN001
-    v = np.asarray(values, dtype=float)[int(len(values) * warmup) :]
-    if len(v) < 2 * batches:
-        raise HcsimError(f"too few jobs ({len(v)}) for {batches} batch means")
-    quantiles = {0.95: {10: 2.262, 20: 2.093, 30: 2.045, 50: 2.010}, 0.99: {10: 3.250, 20: 2.861, 30: 2.756, 50: 2.680}}
-    if level not in quantiles or batches not in quantiles[level]:
-        raise HcsimError(f"confidence level {level} with {batches} batches is not tabulated (valid: 0.95/0.99, 10-50)")
-    per_batch = np.array([stat(chunk) for chunk in np.array_split(v, batches)])
-    return float(stat(v)), float(quantiles[level][batches] * per_batch.std(ddof=1) / math.sqrt(batches))
-
-
-def percentile_interval(
-    values: np.ndarray, percentile: float, batches: int = 30, warmup: float = 0.01, level: float = 0.95
-) -> tuple[float, float]:
-    """A latency percentile and its half-width at ``level`` by batch means (percentile per batch)."""
-    return _batch_stat(values, lambda x: float(np.percentile(x, percentile)), batches, warmup, level)
-
-
-def confidence_interval(
-    values: np.ndarray, batches: int = 30, warmup: float = 0.01, level: float = 0.95
-) -> tuple[float, float]:
-    """Mean and half-width at ``level`` (0.95 or 0.99) by batch means, first ``warmup`` fraction discarded."""
-    return _batch_stat(values, lambda x: float(np.mean(x)), batches, warmup, level)
 
 
 def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c0: float = math.nan) -> dict:
