@@ -50,8 +50,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         topo = build_topology(args)
         if args.fast and args.workload not in DATA_PARALLEL:
             raise HcsimError(
-                f"--fast applies to data-parallel workloads, not {args.workload!r} "
-                f"(valid: {', '.join(DATA_PARALLEL)})"
+                f"--fast applies to data-parallel workloads, not {args.workload!r} (valid: {', '.join(DATA_PARALLEL)})"
             )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)

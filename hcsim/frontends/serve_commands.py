@@ -87,7 +87,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hcsim serve`` (alias ``queue``, its former name)."""
     qu = sub.add_parser(
-        "serve", aliases=["queue"], help="dynamic-batching inference serving: simulated vs exact latency (alias: queue)"
+        "serve", aliases=["queue"], help="dynamic-batching inference serving: simulated vs exact latency"
     )
     gpu = qu.add_mutually_exclusive_group(required=True)
     gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
