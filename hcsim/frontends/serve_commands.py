@@ -37,7 +37,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         alpha, tau0 = parse_time(args.alpha, "--alpha"), parse_time(args.tau0, "--tau0")
         beta = args.beta if args.beta is not None else math.nan
         c0 = args.c0 if args.c0 is not None else math.nan
+        if not alpha > 0 or not tau0 >= 0:
+            bad, value = ("--alpha", args.alpha) if not alpha > 0 else ("--tau0", args.tau0)
+            raise HcsimError(f"{bad} {value!r} is invalid (valid: --alpha > 0 and --tau0 >= 0, e.g. 2ms and 5ms)")
     max_delay = None if args.max_delay is None else parse_time(args.max_delay, "--max-delay")
+    if max_delay is not None and not max_delay >= 0:
+        raise HcsimError(f"--max-delay {args.max_delay!r} is invalid (valid: a duration >= 0, e.g. 5ms)")
     m = math.inf if args.max_batch is None else args.max_batch
     if args.servers < 1:
         raise HcsimError(f"--servers {args.servers} is invalid (valid: an integer >= 1)")
