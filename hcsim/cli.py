@@ -55,10 +55,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _load(name: str) -> ModuleType:
-    """Import the commands module ``name`` without importing its (heavy) parent packages first."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
+    """Import the commands module ``name``, without running its package's ``__init__`` if not imported yet.
+
+    The module is registered in ``sys.modules`` under its own name, so ``from
+    hcsim.platform.commands import build_topology`` finds it later like any module.
+    """
+    parent = name.rpartition(".")[0]
+    if name in sys.modules or parent in sys.modules:
+        return importlib.import_module(name)
     path = os.path.join(os.path.dirname(__file__), *name.split(".")[1:]) + ".py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, name

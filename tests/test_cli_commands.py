@@ -159,3 +159,11 @@ def test_workload_by_name():
         workload_by_name("allreduce", ranks, size="-1B", what="--bytes")
     with pytest.raises(HcsimError, match="workload 'bert' is unknown"):
         workload_by_name("bert", ranks)
+
+
+def test_main_in_process(capsys, tmp_path):
+    from hcsim.cli import main
+
+    assert main(["cluster", "--trace", str(tmp_path / "none.swf")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hcsim: error: --trace") and err.count("\n") == 1
