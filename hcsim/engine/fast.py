@@ -42,9 +42,10 @@ from hcsim.workload.graph import Workload
 
 __all__ = ["WorkloadFactory", "is_coherent", "simulate_system"]
 
-WorkloadFactory = Callable[[list[str], "int | None"], Workload]
-"""Builds a workload on ``ranks`` (XPU names, rank order); ``group`` is the full system's
-XPU count when the ranks are a fold's representatives (``None``: the ranks are all)."""
+WorkloadFactory = Callable[..., Workload]
+"""Called as ``factory(ranks, group=group)``: builds a workload on ``ranks`` (XPU names, in
+rank order); ``group`` is the full system's XPU count when the ranks are a fold's
+representatives (``None``: the ranks are all of them). ``llama2_13b`` is one."""
 
 
 def is_coherent(topology: Topology) -> bool:
@@ -87,7 +88,7 @@ def simulate_system(
 
         folded = fold_data_parallel(topology)
         topology, ranks, group = folded.topology, folded.ranks, folded.group
-    work = workload(ranks, group)
+    work = workload(ranks, group=group)
     kwargs = dict(coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize)
     if compile is not None:
         result = simulate(compile(topology), work, iterations, **kwargs)

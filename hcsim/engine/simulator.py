@@ -2,9 +2,9 @@
 
 One controller actor drives the whole run (on SimGrid's raw contexts: see
 :mod:`hcsim.sg`), so there is at most one wake-up per completed SimGrid activity and
-nothing else. Flows are waited for in an ``ActivitySet``; execs are looked at when they
-would end alone on their XPU (a timer heap, so execs ending together cost one wake-up),
-because ``wait_any`` costs time in proportion to the set. The run's state and rules live in
+nothing else. Its loop is a :class:`~hcsim.engine.driver.Driver` (flows in an
+``ActivitySet``; execs looked at when they would end alone on their XPU, so execs ending
+together cost one wake-up). The run's state and rules live in
 :class:`hcsim.engine.execution.Execution`; this module loads the platform, drives the
 loop and turns a stuck run into a deadlock message:
 
@@ -30,12 +30,11 @@ the compiler), so any SimGrid platform with those properties can be used.
 
 from __future__ import annotations
 
-import heapq
 import os
 import sys
 import time
-from typing import Any
 
+from hcsim.engine.driver import Driver
 from hcsim.engine.execution import Execution, RunResult
 from hcsim.engine.memory import Placement, fill_local_first
 from hcsim.errors import HcsimError
@@ -64,24 +63,7 @@ def _run(
         xpus = set(all_hosts)
     workload.check_placement(xpus, set(all_hosts))  # the rest was validated by simulate() before forking
 
-    pending_set = sg.ActivitySet()
-    owner: dict[Any, tuple] = {}
-    push = pending_set.push
-    timers: list[tuple[float, int, tuple]] = []
-    seq = [0]
-
-    def add(act: Any, key: tuple) -> None:
-        owner[act] = key
-        push(act)
-
-    def add_timer(at: float, key: tuple) -> None:
-        seq[0] += 1
-        heapq.heappush(timers, (at, seq[0], key))
-
-    def add_exec(act: Any, key: tuple, end: float) -> None:
-        seq[0] += 1
-        heapq.heappush(timers, (end, seq[0], (None, act, key)))  # looked at when due, not waited for
-
+    driver = Driver(sg)
     bar = progress_bar(iterations, "simulating", "iteration", show=True, leave=False) if progress else None
 
     def on_iteration(k: int, now: float) -> None:
@@ -96,56 +78,16 @@ def _run(
         iterations,
         coherent,
         placement,
-        add,
+        driver,
         record_flows=record_flows,
         on_iteration=on_iteration,
         memoize=memoize,
-        add_timer=add_timer,
-        add_exec=add_exec,
     )
     result = run.result
-    Engine, this_actor, Timeout = sg.Engine, sg.this_actor, sg.TimeoutException
 
     def controller() -> None:
         run.start(0.0)
-        # the hot loop: one iteration per completed SimGrid activity or batch of due timers (exec ends, skips)
-        wait_any, wait_for, empty, pop, complete = (
-            pending_set.wait_any,
-            pending_set.wait_any_for,
-            pending_set.empty,
-            owner.pop,
-            run.complete,
-        )
-        while True:
-            if not timers:
-                if empty():
-                    break
-                act = wait_any()
-                _, tag, ex, f = pop(act)
-                complete(act, tag, ex, f, Engine.clock)
-                continue
-            at = timers[0][0]
-            if empty():
-                this_actor.sleep_until(at)
-            else:
-                try:
-                    act = wait_for(max(0.0, at - Engine.clock))
-                    _, tag, ex, f = pop(act)
-                    complete(act, tag, ex, f, Engine.clock)
-                except Timeout:
-                    pass
-            now = Engine.clock
-            while timers and timers[0][0] <= now + 1e-12 * (1.0 + now):
-                key = heapq.heappop(timers)[2]
-                if key[0] is not None:
-                    run.timer(key, now)
-                elif key[1].test() or key[1].remaining <= 0.0:
-                    # an exec due now that SimGrid finished: its work is all done (when the
-                    # exec ends at the very date the wait times out, test() may not say so yet)
-                    _, tag, ex, f = key[2]
-                    complete(key[1], tag, ex, f, now)
-                else:  # not done (its XPU is shared, or rounding): wait for it
-                    add(key[1], key[2])
+        driver.run(run.complete, run.timer)  # one wake-up per completed activity or batch of due timers
 
     controller_host = all_hosts[sorted(xpus)[0]]
     sg.Actor.create("hcsim-engine", controller_host, controller)

@@ -23,7 +23,6 @@ neither a duration nor a workload) are rejected and reported; the run goes on.
 
 from __future__ import annotations
 
-import heapq
 import math
 import os
 import sys
@@ -33,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hcsim.engine.driver import Driver
 from hcsim.errors import HcsimError
 from hcsim.frontends.cluster.cluster import Cluster
 from hcsim.frontends.cluster.jobs import Job, Trace
@@ -45,6 +45,7 @@ __all__ = ["ClusterResult", "JobRecord", "simulate_cluster"]
 
 _EPS = 1e-9
 _TRACE, _OVERHEAD = 0, 1  # owner tags of a job's own activities
+_END, _ARRIVAL, _QUANTUM = 0, 1, 2  # driver timer lanes (and keys' kinds)
 
 
 @dataclass
@@ -90,7 +91,7 @@ class JobState:
     __slots__ = (
         "index", "job", "seq", "submit", "gpus", "shape", "estimate", "user", "partition", "remaining",
         "attained", "mark", "att0", "level", "entered", "base", "alloc", "state", "seg_start", "seg_overhead",
-        "pending_overhead", "act", "act_tag", "end_gen", "execution", "iterations_done", "timer_gen", "record",
+        "pending_overhead", "act", "act_tag", "end_timer", "execution", "iterations_done", "timer_gen", "record",
         "wanted", "fresh",
     )  # fmt: skip
 
@@ -108,7 +109,7 @@ class JobState:
         self.state = "pending"
         self.seg_start = self.seg_overhead = self.pending_overhead = 0.0
         self.act: Any = None
-        self.act_tag, self.end_gen = _TRACE, 0
+        self.act_tag, self.end_timer = _TRACE, None  # end_timer: the driver timer of its own exec's end
         self.execution: Any = None
         self.iterations_done = 0
         self.timer_gen = 0
@@ -182,10 +183,9 @@ class _Scheduler:
         self.user_done: dict[str, float] = {}
         self.user_running: dict[str, list[JobState]] = {}
         self.service_at, self.service_cache = -1.0, {}
-        self.timers: list[tuple[float, int, int]] = []
-        self.ends: list[tuple[float, int, int]] = []  # (end, job seq, generation) of jobs' own execs
-        self.set = sg.ActivitySet()
-        self.owner: dict[Any, tuple] = {}
+        # timer lanes, handled in this order at one instant: jobs' own exec ends, arrivals, quanta
+        self.driver = Driver(sg, lanes=3, horizon=lambda now: now + _EPS)
+        self.changed = self.drained = False  # of the current wake-up
         self.exec_job: dict[int, JobState] = {}  # id(Execution) -> its job
         self.series: list[tuple[float, int, int, int, int]] = []
         self.events = 0
@@ -289,8 +289,7 @@ class _Scheduler:
         act.host = host
         act.start()
         js.act, js.act_tag = act, tag
-        js.end_gen += 1
-        heapq.heappush(self.ends, (now + seconds, js.seq, js.end_gen))
+        js.end_timer = self.driver.add_timer(now + seconds, (_END, js), lane=_END, order=js.seq)
 
     def run_workload(self, js: JobState, now: float) -> None:
         from hcsim.engine.execution import Execution
@@ -298,11 +297,6 @@ class _Scheduler:
 
         wj = js.job.workload
         graph = wj.build([self.cluster.gpu_names[g] for g in js.alloc])
-        owner, push = self.owner, self.set.push
-
-        def add(act: Any, key: tuple) -> None:
-            owner[act] = key
-            push(act)
 
         def on_iteration(k: int, t: float) -> None:
             js.iterations_done += 1
@@ -315,9 +309,10 @@ class _Scheduler:
             wj.iterations - js.iterations_done,
             wj.coherent,
             fill_local_first,
-            add,
+            self.driver,
             record_trace=False,
             on_iteration=on_iteration,
+            timed_execs=False,  # a preempted job's execs must be found and cancelled
         )
         self.exec_job[id(js.execution)] = js
         js.execution.start(now)
@@ -332,7 +327,7 @@ class _Scheduler:
             return
         js.timer_gen += 1
         at = js.mark + max(0.0, change - js.attained)
-        heapq.heappush(self.timers, (at, js.seq, js.timer_gen))
+        self.driver.add_timer(at, (_QUANTUM, js, js.timer_gen), lane=_QUANTUM, order=js.seq)
 
     def stop(self, js: JobState, now: float, finished: bool) -> None:
         """Take a running job off its GPUs (finished, or preempted: then it resumes later)."""
@@ -344,15 +339,13 @@ class _Scheduler:
                 if js.act_tag == _TRACE:
                     js.remaining = min(js.remaining, left)
             js.act = None
-            js.end_gen += 1
+            self.driver.cancel_timer(js.end_timer)
+            js.end_timer = None
         if js.execution is not None:
             ex = js.execution
             if not finished:
-                mine = [a for a, key in self.owner.items() if key[0] is ex]
-                for a in mine:
-                    a.cancel()
-                    self.set.erase(a)
-                    del self.owner[a]
+                for a in [a for a, key in self.driver.owner.items() if key[0] is ex]:
+                    self.driver.cancel(a, now)
             del self.exec_job[id(ex)]
             js.execution = None
         js.attained = js.attained_at(now)
@@ -527,84 +520,51 @@ class _Scheduler:
 
     # ------------------------------------------------------------------ the actor
     def run(self) -> None:
-        sg = self.sg
-        Engine, this_actor = sg.Engine, sg.this_actor
-        states = self.states
-        n_arrivals, i = len(states), 0
-        s = self.set
-        timers, ends = self.timers, self.ends
-        by_seq = {js.seq: js for js in states}
-        while True:
-            nxt = states[i].submit if i < n_arrivals else math.inf
-            if timers and timers[0][0] < nxt:
-                nxt = timers[0][0]
-            while ends and by_seq[ends[0][1]].end_gen != ends[0][2]:
-                heapq.heappop(ends)  # cancelled by a preemption
-            if ends and ends[0][0] < nxt:
-                nxt = ends[0][0]
-            act = None
-            if s.empty():
-                if nxt == math.inf:
-                    break
-                this_actor.sleep_until(nxt)
-            elif nxt == math.inf:
-                act = s.wait_any()
-            else:
-                try:
-                    act = s.wait_any_for(max(0.0, nxt - Engine.clock))
-                except sg.TimeoutException:
-                    act = None
-            now = Engine.clock
-            self.events += 1
-            changed = False
-            if act is not None:
-                changed = self.completed(act, now)
-            while ends and ends[0][0] <= now + _EPS:  # jobs' own execs ending now (first: they free GPUs)
-                _, seq, gen = heapq.heappop(ends)
-                js = by_seq[seq]
-                if js.end_gen == gen:
-                    changed = self.own_exec_done(js, now) or changed
-            if (i < n_arrivals and states[i].submit <= now + _EPS) or (timers and timers[0][0] <= now + _EPS):
-                # other jobs may end at this very instant: account for them before ranking anyone
-                while not s.empty() and (done := s.test_any()) is not None:
-                    changed = self.completed(done, now) or changed
-            while i < n_arrivals and states[i].submit <= now + _EPS:
-                js = states[i]
-                self.pending[js.partition].append(js)
-                self.n_pending += 1
-                i += 1
-                changed = True
-            while timers and timers[0][0] <= now + _EPS:
-                _, seq, gen = heapq.heappop(timers)
-                js = by_seq[seq]
-                if js.state == "running" and js.timer_gen == gen:
-                    js.attained, js.mark = js.attained_at(now), max(now, js.mark)
-                    pol = self.policies[js.partition]
-                    pol.on_change(js, now)
-                    self.arm(js, now)
-                    changed = True
-            if changed:
-                self.schedule(now)
-                self.note(now)
+        """The controller actor: at each wake-up, account for what ended, then arrivals and quanta, then schedule."""
+        for js in self.states:
+            self.driver.add_timer(js.submit, (_ARRIVAL, js), lane=_ARRIVAL, order=js.seq)
+        self.driver.run(self.completed, self.timer, after_wake=self.after_wake)
         self.bar.close()
 
-    def completed(self, act: Any, now: float) -> bool:
-        key = self.owner.pop(act)
-        if key[0] is not None:  # an activity of a workload job's execution
-            ex = key[0]
-            ex.complete(act, key[1], key[2], key[3], now)
-            if not ex.done:
-                return False
-            return self.finished(self.exec_job[id(ex)], now)
-        raise AssertionError(f"unexpected activity {key!r}")
+    def completed(self, act: Any, key: Any, now: float) -> None:
+        """An activity of a workload job's execution completed."""
+        ex = key[0]
+        ex.complete(act, key, now)
+        if ex.done:
+            self.changed = self.finished(self.exec_job[id(ex)], now) or self.changed
+
+    def timer(self, key: tuple, now: float) -> None:
+        kind, js = key[0], key[1]
+        if kind == _END:  # a job's own exec ends now (first: it frees GPUs)
+            self.changed = self.own_exec_done(js, now) or self.changed
+            return
+        if not self.drained:  # other jobs may end at this very instant: account for them before ranking anyone
+            self.drained = True
+            self.driver.drain(now, self.completed)
+        if kind == _ARRIVAL:
+            self.pending[js.partition].append(js)
+            self.n_pending += 1
+            self.changed = True
+        elif js.state == "running" and js.timer_gen == key[2]:  # a quantum ends
+            js.attained, js.mark = js.attained_at(now), max(now, js.mark)
+            pol = self.policies[js.partition]
+            pol.on_change(js, now)
+            self.arm(js, now)
+            self.changed = True
+
+    def after_wake(self, now: float, act: Any) -> None:
+        self.events += 1
+        if self.changed:
+            self.schedule(now)
+            self.note(now)
+        self.changed = self.drained = False
 
     def own_exec_done(self, js: JobState, now: float) -> bool:
         """A job's own exec (its trace run time, or the overhead before its workload) ended."""
         act = js.act
         if act.remaining > 0:  # our instant and SimGrid's may differ by rounding: let SimGrid finish it
             act.wait()
-        js.act = None
-        js.end_gen += 1
+        js.act = js.end_timer = None
         if js.act_tag == _OVERHEAD:
             self.run_workload(js, now)
             return False

@@ -1,4 +1,4 @@
-"""Collectives as flows between hosts, with the dependencies of their algorithm.
+"""Flow plans: collectives as flows between hosts, with the dependencies of their algorithm.
 
 A :class:`FlowPlan` lists point-to-point flows (src, dst, bytes) and, for each flow,
 how many earlier flows it waits for and which flows wait for it. The engine starts
