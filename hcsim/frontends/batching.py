@@ -202,37 +202,37 @@ class ServeResult:
 
 def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c0: float = math.nan) -> dict:
     """jobs.csv, batches.csv, batch_sizes.csv (histogram), batch_sizes.png and summary.json in ``directory``."""
-    import json
-
-    from hcsim.files import atomic_write_text, check_output_path
+    from hcsim.files import check_output_path
+    from hcsim.outputs import save_figure, write_csv, write_json
 
     os.makedirs(directory, exist_ok=True)
     check_output_path(os.path.join(directory, "summary.json"))
     jobs = np.column_stack([np.arange(len(result.arrivals)), result.arrivals, result.server_of_job, result.latency])
-    header = "job,arrival_s,server,latency_s\n"
-    atomic_write_text(
+    write_csv(
         os.path.join(directory, "jobs.csv"),
-        header + "".join(f"{int(j)},{a!r},{int(k)},{w!r}\n" for j, a, k, w in jobs.tolist()),
+        [(int(j), a, int(k), w) for j, a, k, w in jobs.tolist()],
+        ["job", "arrival_s", "server", "latency_s"],
+        line_end="\n",
     )
-    atomic_write_text(
+    batches = zip(
+        result.batch_server.tolist(),
+        result.batch_start.tolist(),
+        result.batch_size.tolist(),
+        result.batch_end.tolist(),
+        strict=True,
+    )
+    write_csv(
         os.path.join(directory, "batches.csv"),
-        "server,start_s,size,end_s\n"
-        + "".join(
-            f"{int(k)},{a!r},{int(b)},{e!r}\n"
-            for k, a, b, e in zip(
-                result.batch_server.tolist(),
-                result.batch_start.tolist(),
-                result.batch_size.tolist(),
-                result.batch_end.tolist(),
-                strict=True,
-            )
-        ),
+        [(int(k), a, int(b), e) for k, a, b, e in batches],
+        ["server", "start_s", "size", "end_s"],
+        line_end="\n",
     )
     sizes, counts = np.unique(result.batch_size, return_counts=True)
-    atomic_write_text(
+    write_csv(
         os.path.join(directory, "batch_sizes.csv"),
-        "batch_size,batches,fraction\n"
-        + "".join(f"{int(b)},{int(c)},{c / counts.sum()!r}\n" for b, c in zip(sizes, counts, strict=True)),
+        [(int(b), int(c), float(c / counts.sum())) for b, c in zip(sizes, counts, strict=True)],
+        ["batch_size", "batches", "fraction"],
+        line_end="\n",
     )
     mean, half = confidence_interval(result.latency)
     summary = {
@@ -247,7 +247,7 @@ def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c
         summary[f"p{p}_latency_s"], summary[f"p{p}_latency_ci95_s"] = value, width
     if not math.isnan(beta):
         summary["energy_per_job_j"] = result.energy_per_job(beta, c0)
-    atomic_write_text(os.path.join(directory, "summary.json"), json.dumps(summary, indent=1, sort_keys=True))
+    write_json(os.path.join(directory, "summary.json"), summary)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -257,8 +257,7 @@ def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c
     ax.bar(sizes, counts / counts.sum(), width=0.9)
     ax.set(xlabel="batch size", ylabel="fraction of batches", title="Batch-size histogram")
     fig.tight_layout()
-    fig.savefig(os.path.join(directory, "batch_sizes.png"))
-    plt.close(fig)
+    save_figure(fig, os.path.join(directory, "batch_sizes.png"))
     return summary
 
 

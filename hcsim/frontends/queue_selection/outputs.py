@@ -3,6 +3,8 @@
 The metric is the completion time (finish - arrival, the paper's "service time"):
 :func:`summarize` gives its mean with a 95% interval across replications, median, p90,
 p99 and the share of jobs per queue; :func:`cdf_points` its empirical distribution.
+Times are in minutes (keys ending in ``_min``); :func:`write_outputs` writes both tables
+as CSV (an interval that cannot be computed, with one replication, is an empty cell).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import os
 import numpy as np
 
 from hcsim.analysis.statistics import ratio_interval
+from hcsim.files import check_output_path
 from hcsim.frontends.queue_selection.model import QueueRun
+from hcsim.outputs import save_figure, write_csv
 
 __all__ = ["cdf_points", "summarize", "write_outputs"]
 
@@ -70,20 +74,6 @@ def cdf_points(run: QueueRun, grid: np.ndarray | None = None) -> list[dict]:
     return rows
 
 
-def _format(v: object) -> str:
-    if isinstance(v, float):
-        return "" if math.isnan(v) else repr(v)
-    return str(v)
-
-
-def _csv(rows: list[dict]) -> str:
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    lines = [",".join(keys)] + [",".join(_format(r.get(k, "")) for k in keys) for r in rows]
-    return "\n".join(lines) + "\n"
-
-
 def _plot_cdfs(runs: list[QueueRun], path: str, title: str) -> None:
     import matplotlib
 
@@ -100,18 +90,15 @@ def _plot_cdfs(runs: list[QueueRun], path: str, title: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_outputs(run: QueueRun, directory: str) -> list[str]:
     """summary.csv, cdf.csv and cdf.png (completion-time distributions) in ``directory``; returns the paths."""
-    from hcsim.files import atomic_write_text, check_output_path
-
     os.makedirs(directory, exist_ok=True)
     paths = [os.path.join(directory, name) for name in ("summary.csv", "cdf.csv", "cdf.png")]
     check_output_path(paths[0])
-    atomic_write_text(paths[0], _csv(summarize(run, "random" if "random" in run.methods else None)))
-    atomic_write_text(paths[1], _csv(cdf_points(run)))
+    write_csv(paths[0], summarize(run, "random" if "random" in run.methods else None), line_end="\n", nan="")
+    write_csv(paths[1], cdf_points(run), line_end="\n", nan="")
     _plot_cdfs([run], paths[2], f"set {run.set_name or 'custom'}, {run.model} model: completion time")
     return paths
