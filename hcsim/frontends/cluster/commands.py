@@ -60,8 +60,8 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
     print(f"completed {summary['completed']}, rejected {summary['rejected']}")
     for r in summary["rejections"][:3]:
         print(f"  rejected job {r['job_id']}: {r['reason']}")
-    print(f"JCT mean {summary['jct_mean']:.6g} s, p50 {summary['jct_p50']:.6g} s, p99 {summary['jct_p99']:.6g} s")
-    print(f"wait mean {summary['wait_mean']:.6g} s, makespan {summary['makespan']:.6g} s")
+    print(f"JCT mean {summary['jct_mean_s']:.6g} s, p50 {summary['jct_p50_s']:.6g} s, p99 {summary['jct_p99_s']:.6g} s")
+    print(f"wait mean {summary['wait_mean_s']:.6g} s, makespan {summary['makespan_s']:.6g} s")
     print(f"GPU utilization {summary['utilization']:.4f}, GPUs per used node {summary['gpus_per_used_node']:.3f}")
     print(f"preemptions {summary['preemptions']}, migrations {summary['migrations']}")
     jobs_per_s = len(trace.jobs) / result.wall_seconds if result.wall_seconds > 0 else math.inf
