@@ -197,12 +197,18 @@ class Driver:
         lanes, horizon, cancelled = self.lanes, self.horizon, self._cancelled
         handed_back, heappop = self._handed_back, heapq.heappop
         single = len(lanes) == 1 and next_wake is None and after_wake is None
-        lane0 = lanes[0]
+        lane0, owner_pop, flows = lanes[0], self.owner.pop, self._flows
         while True:
-            if single and not lane0:  # the engine's hot path: only activities in flight
+            if single and not lane0:  # the engine's hot path: only activities in flight (_handed_back inlined)
                 if empty():
                     break
-                handed_back(wait_any(), Engine.clock, complete)
+                act = wait_any()
+                key = owner_pop(act)
+                if flows and act in flows:
+                    flows.discard(act)
+                    for o in self.observers:
+                        o.flow_ended(act, key, Engine.clock)
+                complete(act, key, Engine.clock)
                 continue
             at = self.next_due()
             if next_wake is not None:

@@ -97,7 +97,7 @@ class Execution:
         timed_execs: bool = True,
     ) -> None:
         self.sg, self.driver, self.iterations = sg, driver, iterations
-        self._sendto = sg.Comm.sendto_async
+        self._sendto, self._add_flow = sg.Comm.sendto_async, driver.add_flow
         self.record_flows, self.record_trace, self.on_iteration = record_flows, record_trace, on_iteration
         self.timed_execs = timed_execs
         names = list(workload.nodes)
@@ -123,13 +123,14 @@ class Execution:
         self.flow_plans: list[FlowPlan | None] = [None] * len(names)
         self.flow_hosts: list[tuple[list[Any], list[Any]] | None] = [None] * len(names)  # SimGrid hosts of flows
         self.strategy_of: list[CommStrategy | None] = [None] * len(names)
+        self.comm_complete: list[Callable[[Any, ActivityKey, float], None] | None] = [None] * len(names)
         for i, d in enumerate(data):
             if d["type"] == "compute":
                 self.compute_plan[i] = self._compute_plan(d, all_hosts, placed.get(names[i]), coherent)
             else:
                 strategy = next(s for s in strategies if s.handles(d))
                 fp = self.flow_plans[i] = strategy.plan(d)
-                self.strategy_of[i] = strategy
+                self.strategy_of[i], self.comm_complete[i] = strategy, strategy.complete
                 self.flow_hosts[i] = ([all_hosts[h] for h in fp.src], [all_hosts[h] for h in fp.dst])
 
         self.started = [0] * len(names)
@@ -213,7 +214,7 @@ class Execution:
     def flow(self, src: Any, dst: Any, size: int, key: ActivityKey, now: float, links: Any = None) -> None:
         """Start a flow of ``size`` bytes (``links``: its route's link names, if the caller knows them)."""
         self.live += 1
-        self.driver.add_flow(self._sendto(src, dst, size), key, src, dst, links, now)
+        self._add_flow(self._sendto(src, dst, size), key, src, dst, links, now)
 
     def launch(self, v: int, now: float) -> None:
         k = self.started[v]
@@ -237,9 +238,9 @@ class Execution:
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         """``act`` (one of ours, with ``key``) completed at ``now``: release what waits for it."""
         self.live -= 1
-        tag, run = key.tag, key.run
+        _, tag, run, _ = key
         if tag == COMM:  # the hot path: a collective's flow
-            self.strategy_of[run.v].complete(act, key, now)  # type: ignore[union-attr]
+            self.comm_complete[run.v](act, key, now)
         elif tag == EXEC:
             self.finish(run, now)
         elif tag == COPY:  # non-coherent: the data is local now; compute

@@ -129,7 +129,7 @@ class MemoizedRings:
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         """A flow of a step has ended: measure it if it ran alone; the step ends with its last flow."""
-        r, f = key.run, key.index
+        _, _, r, f = key
         if r.__class__ is not RingRun:  # a ring of one rank, run by the exact strategy
             self.exact.complete(act, key, now)
             return
@@ -168,12 +168,12 @@ class MemoizedRings:
             links = self._route(src, dst)[0]
         self.inflight[act] = links
         if self.rings:
-            self._network_changed(key.run, now, links, 1)
+            self._network_changed(key[2], now, links, 1)  # key: an ActivityKey layout (its run)
 
     def flow_ended(self, act: Any, key: Any, now: float) -> None:
         links = self.inflight.pop(act)
         if self.rings:
-            self._network_changed(key.run, now, links, -1)
+            self._network_changed(key[2], now, links, -1)
 
     def _network_changed(self, owner: VertexRun, now: float, links: frozenset[str], change: int) -> None:
         """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here."""

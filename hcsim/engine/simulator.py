@@ -170,8 +170,24 @@ def simulate(
     ``record_flows`` keeps every flow for link statistics (off for the fastest runs);
     ``progress`` shows a bar of iterations done (default: when stderr is a terminal);
     ``memoize`` runs ring collectives step by step and skips the steps that repeat on an
-    unchanged network (see :class:`~hcsim.engine.execution.Execution`; flows of skipped
-    steps are counted in ``memoized_flows``, not recorded one by one).
+    unchanged network (see :mod:`hcsim.engine.memoize`; flows of skipped steps are
+    counted in ``memoized_flows``, not recorded one by one). To start from a topology
+    (and fold it), use :func:`hcsim.engine.simulate_system`.
+
+    A ring allreduce of S bytes over N XPUs on a ring of latency L and bandwidth B takes
+    2(N-1)(L + S/(N B)), and SimGrid says so::
+
+        >>> import os, tempfile
+        >>> from hcsim.engine import simulate
+        >>> from hcsim.platform import compile_platform, ring
+        >>> from hcsim.workload import allreduce_benchmark
+        >>> topology = ring(4, bandwidth=100e9, latency=1e-6)
+        >>> path = os.path.join(tempfile.mkdtemp(), "ring4.xml")
+        >>> _ = compile_platform(topology, path)
+        >>> t = simulate(path, allreduce_benchmark(topology.xpus(), 4e8)).makespan
+        >>> closed = 2 * 3 * (1e-6 + 4e8 / (4 * 100e9))
+        >>> abs(t - closed) / closed < 1e-9
+        True
     """
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise HcsimError(f"iterations {iterations!r} is invalid (valid: an integer >= 1)")

@@ -215,7 +215,15 @@ def noncoherent_system(xpus: int, **kwargs: object) -> Topology:
 
 
 def cxl_system(xpus: int, **kwargs: object) -> Topology:
-    """Paper Fig. 6(b): the same plus a cascaded CXL fabric with a Type 3 expander per XPU."""
+    """Paper Fig. 6(b): the same plus a cascaded CXL fabric with a Type 3 expander per XPU.
+
+    Keyword arguments as :func:`paper_system` (``mix``, ``cxl_bandwidth``, ``cxl_latency``, ...)::
+
+        >>> from hcsim.platform import cxl_system
+        >>> t = cxl_system(256, mix="H100+V100", cxl_latency="1us")
+        >>> len(t.xpus()), sorted({t.nodes[x]["device"] for x in t.xpus()})
+        (256, ['H100', 'V100'])
+    """
     return paper_system(xpus, coherent=True, **kwargs)  # type: ignore[arg-type]
 
 

@@ -237,7 +237,15 @@ def compile_platform(
     """Write ``topology`` as SimGrid platform XML to ``path``; return what was written.
 
     ``precision`` ("fp32" or "fp16") picks the rate that becomes each XPU's host speed;
-    ``config`` adds or overrides SimGrid ``<config>`` properties.
+    ``config`` adds or overrides SimGrid ``<config>`` properties. The file is written
+    to a temporary name and renamed, so a reader never sees half of it::
+
+        >>> import os, tempfile
+        >>> from hcsim.platform import compile_platform, noncoherent_system
+        >>> path = os.path.join(tempfile.mkdtemp(), "nc16.xml")
+        >>> stats = compile_platform(noncoherent_system(16), path)
+        >>> stats.hosts > 16 and os.path.getsize(path) > 0
+        True
     """
     topology.validate()
     path = os.fspath(path)

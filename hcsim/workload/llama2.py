@@ -93,7 +93,16 @@ def decoder_layers(b: int = 1, sync: str = "decoder") -> list[Layer]:
 def llama2_13b(
     ranks: list[str], b: int = 1, algorithm: str = "ring", sync: str = "decoder", group: int | None = None
 ) -> Workload:
-    """Data-parallel LLaMA2-13B over ``ranks``: one iteration = forward + backward + gradient sync."""
+    """Data-parallel LLaMA2-13B over ``ranks``: one iteration = forward + backward + gradient sync.
+
+    ``b`` is the batch per rank; ``group`` the full data-parallel group when ``ranks`` are
+    a fold's representatives (see :func:`hcsim.engine.simulate_system`)::
+
+        >>> from hcsim.workload.llama2 import llama2_13b
+        >>> w = llama2_13b(["x0", "x1"])
+        >>> sorted({d["type"] for _, d in w.nodes(data=True)})
+        ['comm', 'compute']
+    """
     layers = decoder_layers(b, sync)
     return data_parallel(
         ranks, layers, algorithm=algorithm, precision="fp32", batch_per_rank=b, name="llama2-13b", group=group

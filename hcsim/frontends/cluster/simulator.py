@@ -637,6 +637,15 @@ def simulate_cluster(
 
     ``policy_name`` is one policy for all partitions or one per partition; ``platform``
     is the topology's compiled XML (compiled into a temporary file when omitted).
+
+    Two 8-GPU jobs on one 8-GPU server run one after the other under FCFS::
+
+        >>> from hcsim.frontends.cluster import Job, simulate_cluster
+        >>> from hcsim.platform import noncoherent_system
+        >>> jobs = [Job("a", 0.0, 8, duration=100.0), Job("b", 1.0, 8, duration=50.0)]
+        >>> r = simulate_cluster(noncoherent_system(8), jobs)
+        >>> [(j.job_id, j.start, j.finish) for j in r.jobs]
+        [('a', 0.0, 100.0), ('b', 100.0, 150.0)]
     """
     from hcsim.platform import compile_platform
 
