@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 from collections.abc import Callable
 
+from hcsim.outputs import save_figure, write_csv
 from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
 
 
@@ -52,10 +52,7 @@ def run_study(
     rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
     table = [{**r["params"], **{k: v for k, v in r["result"].items() if k != "wall_s"}} for r in rows]
     table.sort(key=lambda t: (series(t), x(t)))
-    with open(os.path.join(args.out, f"{name}.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=sorted({k for t in table for k in t}))
-        w.writeheader()
-        w.writerows(table)
+    write_csv(os.path.join(args.out, f"{name}.csv"), table, sorted({k for t in table for k in t}))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,6 +68,6 @@ def run_study(
     ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(args.out, f"{name}.png"))
+    save_figure(fig, os.path.join(args.out, f"{name}.png"))
     print(f"wrote {args.out}/{name}.csv and .png ({len(table)} points)")
     return table

@@ -44,7 +44,7 @@ def main() -> None:
     print(f"  simulate_cluster   {t2 - t1:6.2f} s  ({args.jobs / (t2 - t1):.0f} jobs/s; compile, load, run, results)")
     print(f"  SimGrid run loop   {result.wall_seconds:6.2f} s  ({args.jobs / result.wall_seconds:.0f} jobs/s)")
     print(f"  total              {t2 - t0:6.2f} s  (goal <= 60 s)")
-    print(f"  events {result.events}, preemptions {s['preemptions']}, mean JCT {s['jct_mean']:.0f} s")
+    print(f"  events {result.events}, preemptions {s['preemptions']}, mean JCT {s['jct_mean_s']:.0f} s")
     print(f"  peak RSS: simulation process {rss_child:.0f} MB, this process {rss_self:.0f} MB")
 
 

@@ -11,7 +11,6 @@ RSS come from ``wait4``. Writes ``results/bench_platform.csv`` and prints a tabl
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import subprocess
 import sys
@@ -68,10 +67,9 @@ def main() -> None:
                 )
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "bench_platform.csv")
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    from hcsim.outputs import write_csv
+
+    write_csv(path, rows, list(rows[0]))
     print(f"wrote {path}")
 
 

@@ -21,7 +21,6 @@ Writes ``results/bench_scale.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -107,10 +106,9 @@ def main() -> None:
                 print(f"{system:12} {n:5}: fast / exact iteration time {ratio:.5f} ({100 * (ratio - 1):+.3f}%), "
                       f"{speed:.0f}x faster")  # fmt: skip
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench_scale.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    from hcsim.outputs import write_csv
+
+    write_csv(os.path.join(args.out, "bench_scale.csv"), rows, list(rows[0]))
     print(f"wrote {args.out}/bench_scale.csv")
 
 

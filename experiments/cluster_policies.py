@@ -21,11 +21,11 @@ the orderings to compare with AnalySIM's findings.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import tempfile
 
 from hcsim.frontends.cluster.traces import read_swf, write_swf
+from hcsim.outputs import save_figure, write_csv
 from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
 
 POLICIES = ["fcfs", "easy", "sjf", "las", "rr", "mlfq", "las-mlfq"]
@@ -88,10 +88,7 @@ def main() -> None:
     table.sort(
         key=lambda t: (t["trace"], POLICIES.index(t["policy"]), PLACEMENTS.index(t["placement"]), t["migration"])
     )
-    with open(os.path.join(args.out, f"{name}.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(table[0]))
-        w.writeheader()
-        w.writerows(table)
+    write_csv(os.path.join(args.out, f"{name}.csv"), table, list(table[0]))
     plot(table, os.path.join(args.out, f"{name}.png"))
     report(table)
     print(f"wrote {args.out}/{name}.csv and .png ({len(table)} runs)")
@@ -119,7 +116,7 @@ def plot(table: list[dict], path: str) -> None:
                     ]
                     if row:
                         xs.append(k + (2 * i + j - len(PLACEMENTS) + 0.5) * width)
-                        ys.append(row[0]["jct_mean"] / 3600)
+                        ys.append(row[0]["jct_mean_s"] / 3600)
                 ax.bar(xs, ys, width, color=colours[pl], hatch="//" if mig else None, edgecolor="black", lw=0.3,
                        label=f"{pl}{' + migration' if mig else ''}")  # fmt: skip
         ax.set_xticks(range(len(POLICIES)), POLICIES)
@@ -129,8 +126,7 @@ def plot(table: list[dict], path: str) -> None:
         ax.grid(True, axis="y", alpha=0.3)
     axes[0, 0].legend(fontsize=7, ncol=3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def report(table: list[dict]) -> None:
@@ -147,10 +143,10 @@ def report(table: list[dict]) -> None:
                         for t in table
                         if (t["trace"], t["policy"], t["placement"], t["migration"]) == (trace, pol, pl, mig)
                     ]
-                    cells.append(f"{row[0]['jct_mean'] / 3600:14.3f}" if row else f"{'-':>14}")
+                    cells.append(f"{row[0]['jct_mean_s'] / 3600:14.3f}" if row else f"{'-':>14}")
             print(f"{pol:10}{''.join(cells)}")
         best = {
-            pol: min(t["jct_mean"] for t in table if t["trace"] == trace and t["policy"] == pol) for pol in POLICIES
+            pol: min(t["jct_mean_s"] for t in table if t["trace"] == trace and t["policy"] == pol) for pol in POLICIES
         }
         print("order (best placement each): " + " < ".join(sorted(best, key=best.get)))
 

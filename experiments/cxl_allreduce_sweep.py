@@ -12,9 +12,9 @@ out unchanged: ``--executor dask --scheduler tcp://HOST:8786``. Writes
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 
+from hcsim.outputs import save_figure, write_csv
 from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
 
 
@@ -49,10 +49,7 @@ def main() -> None:
         for r in rows
     ]
     table.sort(key=lambda t: (t["xpus"], t["algorithm"], t["cxl_gbps"]))
-    with open(os.path.join(args.out, f"{name}.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(table[0]))
-        w.writeheader()
-        w.writerows(table)
+    write_csv(os.path.join(args.out, f"{name}.csv"), table, list(table[0]))
 
     import matplotlib
 
@@ -76,7 +73,7 @@ def main() -> None:
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(os.path.join(args.out, f"{name}.png"))
+    save_figure(fig, os.path.join(args.out, f"{name}.png"))
     print(f"wrote {args.out}/{name}.csv and .png ({len(table)} points)")
 
 

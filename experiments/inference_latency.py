@@ -17,25 +17,23 @@ Each figure is a PNG and a CSV in ``results/``:
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import tempfile
 
 import numpy as np
 
+from hcsim import outputs
 from hcsim.analysis import queueing as q
 from hcsim.frontends.batching import arrival_times, confidence_interval, linear_time, serve
+from hcsim.outputs import save_figure
 from hcsim.platform import compile_platform, star
 
 GPUS = {"V100": q.V100_RESNET50, "P4": q.P4_RESNET50}
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    outputs.write_csv(path, rows, list(rows[0]))
 
 
 def main() -> None:
@@ -74,7 +72,7 @@ def main() -> None:
             for k, t in zip(b, tau, strict=True)
         ]
     fig.tight_layout()
-    fig.savefig(f"{args.out}/inference_fig3_fit.png")
+    save_figure(fig, f"{args.out}/inference_fig3_fit.png")
     write_csv(f"{args.out}/inference_fig3_fit.csv", rows)
 
     # exact curves and simulations, per GPU
@@ -93,7 +91,7 @@ def main() -> None:
                     "utilization": ex.utilization,
                     "utilization_bound": min(1.0, lam * (f.alpha + f.tau0)),
                     "eta_jobs_per_j": q.energy_efficiency(f.beta, f.c0, ex.mean_batch),
-                    "eta_bound": q.energy_efficiency_bound(lam, f.alpha, f.tau0, f.beta, f.c0),
+                    "eta_bound_jobs_per_j": q.energy_efficiency_bound(lam, f.alpha, f.tau0, f.beta, f.c0),
                 }
             )
         for rho in sim_rhos:
@@ -109,7 +107,7 @@ def main() -> None:
                     "ci95_s": half,
                     "exact_w_s": q.exact_infinite(lam, f.alpha, f.tau0).mean_latency,
                     "sim_utilization": r.utilization(),
-                    "sim_eta": float(r.batch_size.sum() / (f.beta * r.batch_size + f.c0).sum()),
+                    "sim_eta_jobs_per_j": float(r.batch_size.sum() / (f.beta * r.batch_size + f.c0).sum()),
                 }
             )
             print(
@@ -140,12 +138,12 @@ def main() -> None:
         ax.set(title=f"{gpu}: mean latency", xlabel="rho = lambda alpha", ylabel="E[W] (ms)", yscale="log")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(f"{args.out}/inference_fig4_latency.png")
+    save_figure(fig, f"{args.out}/inference_fig4_latency.png")
 
     # fig 5 and 6: utilization and energy efficiency
     for name, key, bound, sim_key, label in (
         ("fig5_utilization", "utilization", "utilization_bound", "sim_utilization", "utilization"),
-        ("fig6_energy", "eta_jobs_per_j", "eta_bound", "sim_eta", "energy efficiency (jobs/J)"),
+        ("fig6_energy", "eta_jobs_per_j", "eta_bound_jobs_per_j", "sim_eta_jobs_per_j", "energy efficiency (jobs/J)"),
     ):
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), dpi=110)
         for ax, gpu in zip(axes, fits, strict=True):
@@ -156,7 +154,7 @@ def main() -> None:
             ax.set(title=gpu, xlabel="rho", ylabel=label)
             ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(f"{args.out}/inference_{name}.png")
+        save_figure(fig, f"{args.out}/inference_{name}.png")
 
     # fig 7: energy-latency trade-off
     fig, ax = plt.subplots(figsize=(5, 3.8), dpi=110)
@@ -170,7 +168,7 @@ def main() -> None:
     )
     ax.legend()
     fig.tight_layout()
-    fig.savefig(f"{args.out}/inference_fig7_tradeoff.png")
+    save_figure(fig, f"{args.out}/inference_fig7_tradeoff.png")
 
     # fig 8: finite maximum batch size
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), dpi=110)
@@ -192,7 +190,7 @@ def main() -> None:
         ax.set(title=f"{gpu}: finite b_max", xlabel="rho", ylabel="E[W] (ms)", yscale="log")
         ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(f"{args.out}/inference_fig8_finite.png")
+    save_figure(fig, f"{args.out}/inference_fig8_finite.png")
     write_csv(f"{args.out}/inference_fig8_finite.csv", finite)
     worst = max(abs(s["sim_w_s"] - s["exact_w_s"]) / s["exact_w_s"] for s in sims)
     print(f"wrote {args.out}/inference_fig3..8 (.png, .csv); worst simulated vs exact E[W]: {worst:.2%}")

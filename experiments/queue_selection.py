@@ -28,13 +28,13 @@ At the end: the table of mean completion times, and a reading of the paper's fin
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import time
 
 import numpy as np
 
+from hcsim import outputs
 from hcsim.frontends.queue_selection import (
     SETS,
     QueueRun,
@@ -44,6 +44,7 @@ from hcsim.frontends.queue_selection import (
     simulate,
     summarize,
 )
+from hcsim.outputs import save_figure
 
 METHOD_LABELS = [m.label for m in paper_methods()]
 OFFSET_LABELS = [m for m in METHOD_LABELS if m.startswith("offset")]
@@ -51,13 +52,8 @@ SHORT = {"random": "Random", "mql": "MQL", "maql": "MAQL"} | {m: f"Off{m[7:-1]}"
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    """The rows under every key any of them has, in first-seen order."""
+    outputs.write_csv(path, rows)
 
 
 class Paired:
@@ -98,8 +94,7 @@ def _finish_grid(plt, fig, axes, used: int, xlabel: str, ylabel: str, title: str
     axes.flat[0].legend(fontsize=6, loc=loc)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_cdfs(plt, results: dict, sets: list[str], path: str, title: str) -> None:  # noqa: ANN001

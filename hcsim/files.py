@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hcsim.errors import HcsimError
 
-__all__ = ["check_output_path", "atomic_write_text", "temporary_beside"]
+__all__ = ["check_output_path", "atomic_path", "atomic_write_text", "temporary_beside"]
 
 
 def check_output_path(path: str | os.PathLike[str]) -> str:
@@ -31,13 +33,22 @@ def temporary_beside(path: str | os.PathLike[str], suffix: str = ".tmp") -> str:
     return tmp
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    tmp = temporary_beside(path)
+@contextmanager
+def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[str]:
+    """A temporary path beside ``path`` to write; renamed over ``path`` if the block ends normally, else removed.
+
+    ``suffix`` keeps the extension writers look at (e.g. ``".png"`` for matplotlib).
+    """
+    tmp = temporary_beside(path, suffix)
     try:
-        with open(tmp, "w") as f:
-            f.write(text)
+        yield tmp
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    with atomic_path(path) as tmp, open(tmp, "w") as f:
+        f.write(text)

@@ -10,7 +10,7 @@ the platform XML it compiles to:
 
 Datasheets mix conventions (NVIDIA's "80GB" of HBM is really 80 GiB); write what you
 mean. Plain numbers are taken as already in the base unit (bytes, seconds, flop/s,
-bytes/s). Every parser returns a float and raises :class:`~hcsim.errors.HcsimError`
+bytes/s; minutes for :func:`parse_minutes`). Every parser returns a float and raises :class:`~hcsim.errors.HcsimError`
 with a one-line message naming ``what`` on bad input.
 """
 
@@ -24,6 +24,7 @@ __all__ = [
     "parse_bandwidth",
     "parse_bytes",
     "parse_flops",
+    "parse_minutes",
     "parse_time",
 ]
 
@@ -95,3 +96,20 @@ def parse_time(value: object, what: str = "latency") -> float:
         return number * _TIME_MULTIPLIER[unit]
     valid = ", ".join([*_TIME_DIVISOR, *_TIME_MULTIPLIER])
     raise HcsimError(f"{what}: unknown time unit in {value!r} (valid units: {valid})")
+
+
+def parse_minutes(value: object, what: str = "duration") -> float:
+    """Minutes from e.g. "150" (a bare number is minutes), "2.5h", "90s", "10min".
+
+    For the front ends whose clock is in minutes (queue selection); the units are
+    those of :func:`parse_time`.
+    """
+    number, unit = _split(value, what, "'150' (minutes), '2.5h' or '90s'")
+    if unit == "":
+        return number
+    if unit in _TIME_DIVISOR:
+        return number / _TIME_DIVISOR[unit] / 60.0
+    if unit in _TIME_MULTIPLIER:
+        return number * _TIME_MULTIPLIER[unit] / 60.0
+    valid = ", ".join([*_TIME_DIVISOR, *_TIME_MULTIPLIER])
+    raise HcsimError(f"{what}: unknown time unit in {value!r} (valid units: {valid}; a bare number is minutes)")

@@ -30,7 +30,7 @@ def test_run_on_a_built_system_writes_traces(tmp_path):
     doc = json.loads(trace.read_text())
     tracks = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
     assert {"r00s00.xpu0", "r00s00.xpu1"} <= tracks
-    assert table.read_text().startswith("vertex,iteration,host,kind,start,end,bytes,flops\n")
+    assert table.read_text().startswith("vertex,iteration,host,kind,start_s,end_s,bytes,flops\n")
 
 
 def test_run_json_on_a_platform_file(tmp_path):
@@ -53,7 +53,7 @@ def test_run_json_on_a_platform_file(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     rows = links.read_text().splitlines()
-    assert rows[0] == "link,bytes,bandwidth,mean_utilization,peak_utilization" and len(rows) > 10
+    assert rows[0] == "link,bytes,bandwidth_Bps,mean_utilization,peak_utilization" and len(rows) > 10
     summary = json.loads(r.stdout)
     assert summary["iterations"] == 3 and summary["coherent"] is False
     assert summary["top_links"][0]["link"].startswith(("r00s00", "r00s01", "r00."))

@@ -182,7 +182,7 @@ def test_traces_are_deterministic_and_valid(compiled, tmp_path):
     assert set(xpus) <= names  # a track per XPU
     assert {n for n in names if n.startswith("allreduce")} == {"allreduce: AR0:l0", "allreduce: AR1:l1"}
     header = outputs[0][0].decode().splitlines()[0]
-    assert header == "vertex,iteration,host,kind,start,end,bytes,flops"
+    assert header == "vertex,iteration,host,kind,start_s,end_s,bytes,flops"
 
 
 def test_summary_reports_links_and_throughput(compiled):

@@ -17,14 +17,12 @@ Metrics (per iteration, averaged over the XPUs that take part):
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 from typing import Any
 
 from hcsim.engine.simulator import RunResult
-from hcsim.files import atomic_write_text
+from hcsim.outputs import ChromeTrace
+from hcsim.outputs import write_csv as write_csv_file
 
 __all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length"]
 
@@ -82,7 +80,7 @@ def _link_stats(result: RunResult) -> list[dict[str, Any]]:
             {
                 "link": link,
                 "bytes": nbytes,
-                "bandwidth": bw,
+                "bandwidth_Bps": bw,
                 "mean_utilization": nbytes / (bw * span),
                 "peak_utilization": min(peak / bw, 1.0),
             }
@@ -161,56 +159,23 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def write_csv(result: RunResult, path: str | os.PathLike[str]) -> None:
-    """Per-vertex trace: vertex, iteration, host, kind, start, end, bytes, flops."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["vertex", "iteration", "host", "kind", "start", "end", "bytes", "flops"])
-    for row in sorted(result.trace, key=lambda r: (r[4], r[5], r[0], r[1])):
-        w.writerow([row[0], row[1], row[2], row[3], repr(row[4]), repr(row[5]), repr(row[6]), repr(row[7])])
-    atomic_write_text(path, buf.getvalue())
+    """Per-vertex trace: vertex, iteration, host, kind, start_s, end_s, bytes, flops."""
+    rows = sorted(result.trace, key=lambda r: (r[4], r[5], r[0], r[1]))
+    columns = ["vertex", "iteration", "host", "kind", "start_s", "end_s", "bytes", "flops"]
+    write_csv_file(path, rows, columns, line_end="\n")
 
 
 def write_links_csv(result: RunResult, path: str | os.PathLike[str]) -> None:
-    """Every link direction that carried traffic: bytes, bandwidth, mean and peak utilization."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["link", "bytes", "bandwidth", "mean_utilization", "peak_utilization"])
-    for s in _link_stats(result):
-        w.writerow(
-            [
-                s["link"],
-                repr(s["bytes"]),
-                repr(s["bandwidth"]),
-                repr(s["mean_utilization"]),
-                repr(s["peak_utilization"]),
-            ]
-        )
-    atomic_write_text(path, buf.getvalue())
+    """Every link direction that carried traffic: bytes, bandwidth_Bps, mean and peak utilization."""
+    columns = ["link", "bytes", "bandwidth_Bps", "mean_utilization", "peak_utilization"]
+    write_csv_file(path, _link_stats(result), columns, line_end="\n")
 
 
 def write_chrome_trace(result: RunResult, path: str | os.PathLike[str]) -> None:
     """Chrome Trace Event JSON (opens in Perfetto): a track per XPU and per collective."""
-    tracks: dict[str, int] = {}
-    events: list[dict[str, Any]] = []
-    rows = sorted(result.trace, key=lambda r: (r[4], r[5], r[0], r[1]))
-    for name, it, host, kind, start, end, nbytes, flops in rows:
+    trace = ChromeTrace()
+    for name, it, host, kind, start, end, nbytes, flops in sorted(result.trace, key=lambda r: (r[4], r[5], r[0], r[1])):
         track = host if kind == "compute" else f"{kind}: {name}"
-        tid = tracks.setdefault(track, len(tracks) + 1)
-        events.append(
-            {
-                "name": name,
-                "cat": kind,
-                "ph": "X",
-                "pid": 1,
-                "tid": tid,
-                "ts": start * 1e6,
-                "dur": (end - start) * 1e6,
-                "args": {"iteration": it, "bytes": nbytes, "flops": flops},
-            }
-        )
-    meta = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "hcsim"}}]
-    for track, tid in tracks.items():
-        meta.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": track}})
-        meta.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid, "args": {"sort_index": tid}})
-    doc = {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"generator": "hcsim"}}
-    atomic_write_text(path, json.dumps(doc, sort_keys=True))
+        args = {"iteration": it, "bytes": nbytes, "flops": flops}
+        trace.add(name, kind, start, end, process="hcsim", thread=track, args=args)
+    trace.write(path)

@@ -32,12 +32,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hcsim.analysis.statistics import confidence_interval, percentile_interval
 from hcsim.errors import HcsimError
 from hcsim.sg import import_simgrid, load_platform, run_isolated
 
 __all__ = [
     "arrival_times",
     "linear_time",
+    "check_stable",
     "table_time",
     "engine_time",
     "ServeResult",
@@ -109,6 +111,28 @@ def linear_time(alpha: float, tau0: float) -> Callable[[int], float]:
     return lambda b: alpha * b + tau0
 
 
+def check_stable(rate: float, alpha: float, tau0: float, max_batch: float = math.inf) -> None:
+    """Raise :class:`HcsimError` unless a server with tau[b] = alpha b + tau0 keeps up with ``rate`` jobs/s.
+
+    A server batching at most ``max_batch`` (M) jobs serves at most M / (alpha M + tau0)
+    jobs/s (1 / alpha for M infinite, :func:`hcsim.analysis.queueing.capacity`); below
+    that, and with rho = rate alpha < 1, its queue is stable and latency has a mean.
+
+    >>> check_stable(500.0, 1e-3, 5e-3)  # rho = 0.5
+    >>> check_stable(2000.0, 1e-3, 5e-3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hcsim.errors.HcsimError: unstable: each server gets 2000 jobs/s but can serve at most 1000 (valid: ...)
+    """
+    from hcsim.analysis.queueing import capacity
+
+    if rate * alpha >= 1 or rate >= capacity(alpha, tau0, max_batch):
+        raise HcsimError(
+            f"unstable: each server gets {rate:.6g} jobs/s but can serve at most "
+            f"{capacity(alpha, tau0, max_batch):.6g} (valid: rho = lambda alpha < 1 and lambda < M / (alpha M + tau0))"
+        )
+
+
 def table_time(table: dict[int, float] | dict[int, tuple[float, float]]) -> Callable[[int], float]:
     """tau[b] = b / throughput, linear between measured batch sizes (and beyond, along the end segments)."""
     if len(table) < 2:
@@ -171,65 +195,44 @@ class ServeResult:
         """Joules per job with c[b] = beta b + c0 per batch."""
         return float((beta * self.batch_size + c0).sum() / self.batch_size.sum())
 
-
-def _batch_stat(values: np.ndarray, stat, batches: int, warmup: float, level: float) -> tuple[float, float]:  # noqa: ANN001
-    v = np.asarray(values, dtype=float)[int(len(values) * warmup) :]
-    if len(v) < 2 * batches:
-        raise HcsimError(f"too few jobs ({len(v)}) for {batches} batch means")
-    quantiles = {0.95: {10: 2.262, 20: 2.093, 30: 2.045, 50: 2.010}, 0.99: {10: 3.250, 20: 2.861, 30: 2.756, 50: 2.680}}
-    if level not in quantiles or batches not in quantiles[level]:
-        raise HcsimError(f"confidence level {level} with {batches} batches is not tabulated (valid: 0.95/0.99, 10-50)")
-    per_batch = np.array([stat(chunk) for chunk in np.array_split(v, batches)])
-    return float(stat(v)), float(quantiles[level][batches] * per_batch.std(ddof=1) / math.sqrt(batches))
-
-
-def percentile_interval(
-    values: np.ndarray, percentile: float, batches: int = 30, warmup: float = 0.01, level: float = 0.95
-) -> tuple[float, float]:
-    """A latency percentile and its half-width at ``level`` by batch means (percentile per batch)."""
-    return _batch_stat(values, lambda x: float(np.percentile(x, percentile)), batches, warmup, level)
-
-
-def confidence_interval(
-    values: np.ndarray, batches: int = 30, warmup: float = 0.01, level: float = 0.95
-) -> tuple[float, float]:
-    """Mean and half-width at ``level`` (0.95 or 0.99) by batch means, first ``warmup`` fraction discarded."""
-    return _batch_stat(values, lambda x: float(np.mean(x)), batches, warmup, level)
+    def jobs_per_joule(self, beta: float, c0: float) -> float:
+        """Energy efficiency eta (the paper's): jobs served per joule with c[b] = beta b + c0 per batch."""
+        return float(self.batch_size.sum() / (beta * self.batch_size + c0).sum())
 
 
 def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c0: float = math.nan) -> dict:
     """jobs.csv, batches.csv, batch_sizes.csv (histogram), batch_sizes.png and summary.json in ``directory``."""
-    import json
-
-    from hcsim.files import atomic_write_text, check_output_path
+    from hcsim.files import check_output_path
+    from hcsim.outputs import save_figure, write_csv, write_json
 
     os.makedirs(directory, exist_ok=True)
     check_output_path(os.path.join(directory, "summary.json"))
     jobs = np.column_stack([np.arange(len(result.arrivals)), result.arrivals, result.server_of_job, result.latency])
-    header = "job,arrival_s,server,latency_s\n"
-    atomic_write_text(
+    write_csv(
         os.path.join(directory, "jobs.csv"),
-        header + "".join(f"{int(j)},{a!r},{int(k)},{w!r}\n" for j, a, k, w in jobs.tolist()),
+        [(int(j), a, int(k), w) for j, a, k, w in jobs.tolist()],
+        ["job", "arrival_s", "server", "latency_s"],
+        line_end="\n",
     )
-    atomic_write_text(
+    batches = zip(
+        result.batch_server.tolist(),
+        result.batch_start.tolist(),
+        result.batch_size.tolist(),
+        result.batch_end.tolist(),
+        strict=True,
+    )
+    write_csv(
         os.path.join(directory, "batches.csv"),
-        "server,start_s,size,end_s\n"
-        + "".join(
-            f"{int(k)},{a!r},{int(b)},{e!r}\n"
-            for k, a, b, e in zip(
-                result.batch_server.tolist(),
-                result.batch_start.tolist(),
-                result.batch_size.tolist(),
-                result.batch_end.tolist(),
-                strict=True,
-            )
-        ),
+        [(int(k), a, int(b), e) for k, a, b, e in batches],
+        ["server", "start_s", "size", "end_s"],
+        line_end="\n",
     )
     sizes, counts = np.unique(result.batch_size, return_counts=True)
-    atomic_write_text(
+    write_csv(
         os.path.join(directory, "batch_sizes.csv"),
-        "batch_size,batches,fraction\n"
-        + "".join(f"{int(b)},{int(c)},{c / counts.sum()!r}\n" for b, c in zip(sizes, counts, strict=True)),
+        [(int(b), int(c), float(c / counts.sum())) for b, c in zip(sizes, counts, strict=True)],
+        ["batch_size", "batches", "fraction"],
+        line_end="\n",
     )
     mean, half = confidence_interval(result.latency)
     summary = {
@@ -244,7 +247,7 @@ def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c
         summary[f"p{p}_latency_s"], summary[f"p{p}_latency_ci95_s"] = value, width
     if not math.isnan(beta):
         summary["energy_per_job_j"] = result.energy_per_job(beta, c0)
-    atomic_write_text(os.path.join(directory, "summary.json"), json.dumps(summary, indent=1, sort_keys=True))
+    write_json(os.path.join(directory, "summary.json"), summary)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -254,8 +257,7 @@ def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c
     ax.bar(sizes, counts / counts.sum(), width=0.9)
     ax.set(xlabel="batch size", ylabel="fraction of batches", title="Batch-size histogram")
     fig.tight_layout()
-    fig.savefig(os.path.join(directory, "batch_sizes.png"))
-    plt.close(fig)
+    save_figure(fig, os.path.join(directory, "batch_sizes.png"))
     return summary
 
 

@@ -106,8 +106,8 @@ def draw_topology(
     for side in ("top", "right", "bottom"):
         ax.spines[side].set_visible(False)
     if path is not None:
+        from hcsim.outputs import save_figure
+
         ax.figure.tight_layout()
-        ax.figure.savefig(os.fspath(path))
-        if created:
-            plt.close(ax.figure)
+        save_figure(ax.figure, path, close=created)
     return ax

@@ -320,7 +320,10 @@ class Topology(nx.Graph):
         g.graph = {k: v for k, v in self.graph.items() if k not in ("gateways", "routes")}
         g.graph["gateways_json"] = json.dumps(self.gateways(), sort_keys=True)
         g.graph["routes_json"] = json.dumps([[s, d, p] for (s, d), p in sorted(self.routes().items())])
-        nx.write_graphml(g, path)
+        from hcsim.files import atomic_path
+
+        with atomic_path(path, ".graphml") as tmp:
+            nx.write_graphml(g, tmp)
 
     @classmethod
     def read_graphml(cls, path: str | os.PathLike[str]) -> Topology:

@@ -162,7 +162,7 @@ def cluster_policy(
         builders.noncoherent_system(xpus), tr, policy_name=policy, placement_name=placement, migration=migration
     )
     s = summarize(result)
-    keys = ("jct_mean", "jct_p50", "jct_p99", "wait_mean", "makespan", "utilization", "gpus_per_used_node")
+    keys = ("jct_mean_s", "jct_p50_s", "jct_p99_s", "wait_mean_s", "makespan_s", "utilization", "gpus_per_used_node")
     out: dict[str, Any] = {k: s[k] for k in keys}
     out.update(
         jobs=s["jobs"],

@@ -34,6 +34,7 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_output_path
+from hcsim.outputs import json_line
 from hcsim.progress import progress_bar
 from hcsim.sweep.point import MARKER
 from hcsim.sweep.spec import Point, SweepSpec
@@ -131,7 +132,7 @@ class _ResultsFile:
                     r.seek(-1, os.SEEK_END)
                     if r.read(1) != b"\n":  # a previous run died mid-line: start on a fresh one
                         self._f.write("\n")
-        self._f.write(json.dumps(row, sort_keys=True, default=str) + "\n")
+        self._f.write(json_line(row))
         self._f.flush()
         os.fsync(self._f.fileno())
 

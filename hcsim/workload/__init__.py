@@ -2,5 +2,16 @@
 
 from hcsim.workload.builders import Layer, allreduce_benchmark, data_parallel, fig3_example
 from hcsim.workload.graph import ALGORITHMS, COMM_KINDS, Workload
+from hcsim.workload.named import WORKLOADS, workload_by_name
 
-__all__ = ["ALGORITHMS", "COMM_KINDS", "Layer", "Workload", "allreduce_benchmark", "data_parallel", "fig3_example"]
+__all__ = [
+    "ALGORITHMS",
+    "COMM_KINDS",
+    "WORKLOADS",
+    "Layer",
+    "Workload",
+    "allreduce_benchmark",
+    "data_parallel",
+    "fig3_example",
+    "workload_by_name",
+]

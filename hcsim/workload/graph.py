@@ -210,9 +210,9 @@ class Workload(nx.DiGraph):
     # ------------------------------------------------------------------ JSON
     def to_json(self, path: str | os.PathLike[str]) -> None:
         """Save as NetworkX node-link JSON."""
-        data = nx.node_link_data(self, edges="edges")
-        with open(path, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
+        from hcsim.outputs import write_json
+
+        write_json(path, nx.node_link_data(self, edges="edges"))
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Workload:

@@ -6,10 +6,11 @@ placement (:mod:`.placement`), and the jobs run on the platform in SimGrid
 (:mod:`.simulator`); :mod:`.outputs` writes what happened.
 """
 
-from hcsim.frontends.cluster.cluster import Cluster, Node
+from hcsim.frontends.cluster.cluster import Cluster, Node, default_cluster_size, parse_partitions
 from hcsim.frontends.cluster.jobs import Job, Trace, WorkloadJob
 from hcsim.frontends.cluster.placement import PLACEMENTS, placement
 from hcsim.frontends.cluster.policies import POLICIES, Policy, policy, register
+from hcsim.frontends.cluster.policies.mlfq import parse_quanta
 from hcsim.frontends.cluster.simulator import ClusterResult, JobRecord, simulate_cluster
 
 __all__ = [
@@ -23,6 +24,9 @@ __all__ = [
     "Policy",
     "Trace",
     "WorkloadJob",
+    "default_cluster_size",
+    "parse_partitions",
+    "parse_quanta",
     "placement",
     "policy",
     "register",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from hcsim.errors import HcsimError
 from hcsim.platform.topology import Topology
 
-__all__ = ["Cluster", "Node"]
+__all__ = ["Cluster", "Node", "default_cluster_size", "parse_partitions"]
 
 
 @dataclass
@@ -118,3 +118,33 @@ def _partition(nodes: list[Node], spec: Mapping[str, int | Sequence[str]] | None
         for i in idx:
             nodes[i].partition = str(name)
     return out
+
+
+def parse_partitions(text: str, what: str = "partitions") -> dict[str, int]:
+    """Nodes per partition from their command-line form, e.g. ``hcsim cluster --partitions``.
+
+    ``what`` names the text in error messages.
+
+    >>> parse_partitions("train=96,dev=32")
+    {'train': 96, 'dev': 32}
+    """
+    partitions: dict[str, int] = {}
+    for item in text.split(","):
+        name, _, count = item.partition("=")
+        if not count.strip().isdigit():
+            raise HcsimError(f"{what} item {item!r} is invalid (valid: name=nodes, e.g. train=96,dev=32)")
+        partitions[name.strip()] = int(count)
+    return partitions
+
+
+def default_cluster_size(gpus_per_job: Sequence[int]) -> int:
+    """GPUs of the smallest paper system that holds the largest job: its GPUs rounded up to whole servers.
+
+    >>> default_cluster_size([1, 4, 12])
+    16
+    """
+    from hcsim.platform.builders import XPUS_PER_SERVER
+
+    if not gpus_per_job:
+        raise HcsimError("no jobs to size a cluster for (valid: at least one job)")
+    return max(XPUS_PER_SERVER, -(-max(gpus_per_job) // XPUS_PER_SERVER) * XPUS_PER_SERVER)

@@ -11,37 +11,60 @@
 * ``summary.json``: job completion time (JCT = turnaround) mean and percentiles,
   waiting time, makespan, GPU utilization, time-averaged #usedGPU/#usedNodes
   (AnalySIM's fragmentation measure; 8 is ideal on 8-GPU nodes), preemptions,
-  migrations, rejected jobs with reasons.
+  migrations, rejected jobs with reasons; times in seconds, their keys end in ``_s``
+  (``jct_mean_s``, ``makespan_s``; the old unsuffixed names still read from the returned
+  dict, see :data:`SUMMARY_ALIASES`). ``wall_s`` is the host time of the run: the one
+  field that differs between identical runs.
 * ``series.csv`` / ``series.png``: #usedGPU, #usedNodes and their ratio, pending and
   running jobs over time.
-* ``trace.json``: a Chrome trace (chrome://tracing, Perfetto) with one slice per run
-  segment of each job, on its first GPU's lane, grouped by node.
+* ``trace.json``: a Chrome trace (chrome://tracing, Perfetto; built by
+  :class:`hcsim.outputs.ChromeTrace`) with one slice per run segment of each job, on its
+  first GPU's lane (a thread), grouped by node (a process).
 * ``gpus_<t>.png``: AnalySIM's cluster picture at time t: each GPU a square coloured by
   the job holding it (white: idle), nodes grouped by partition.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import os
 from typing import Any
 
 import numpy as np
 
-from hcsim.files import atomic_write_text
 from hcsim.frontends.cluster.jobs import Job
 from hcsim.frontends.cluster.simulator import ClusterResult
+from hcsim.outputs import ChromeTrace, Summary, save_figure, write_csv, write_json
 
-__all__ = ["JOB_FIELDS", "gpu_grid", "interval_set", "job_rows", "summarize", "write_outputs"]
+__all__ = [
+    "JOB_FIELDS",
+    "SERIES_FIELDS",
+    "chrome_trace",
+    "gpu_grid",
+    "interval_set",
+    "job_rows",
+    "summarize",
+    "write_outputs",
+]
 
 JOB_FIELDS = [
     "job_id", "submission_time", "requested_number_of_resources", "requested_time", "success", "final_state",
     "starting_time", "execution_time", "finish_time", "waiting_time", "turnaround_time", "stretch",
     "allocated_resources", "partition", "user", "preemptions", "migrations",
 ]  # fmt: skip
+SERIES_FIELDS = ["time_s", "used_gpus", "used_nodes", "gpus_per_used_node", "pending", "running"]
+
+#: Summary keys before they carried their unit -> today's; the old names still read (deprecated).
+SUMMARY_ALIASES = {
+    "jct_mean": "jct_mean_s",
+    "jct_p50": "jct_p50_s",
+    "jct_p90": "jct_p90_s",
+    "jct_p99": "jct_p99_s",
+    "wait_mean": "wait_mean_s",
+    "wait_p99": "wait_p99_s",
+    "makespan": "makespan_s",
+    "wall_seconds": "wall_s",
+}
 
 
 def interval_set(ids: list[int] | tuple[int, ...]) -> str:
@@ -130,7 +153,7 @@ def summarize(result: ClusterResult) -> dict[str, Any]:
     def pct(a: np.ndarray, q: float) -> float:
         return float(np.percentile(a, q)) if a.size else math.nan
 
-    return {
+    summary = {
         "policy": result.policy,
         "placement": result.placement,
         "migration": result.migration,
@@ -139,13 +162,13 @@ def summarize(result: ClusterResult) -> dict[str, Any]:
         "rejected": len(result.jobs) - len(done),
         "gpus": gpus,
         "nodes": len(result.node_names),
-        "jct_mean": float(jct.mean()) if jct.size else math.nan,
-        "jct_p50": pct(jct, 50),
-        "jct_p90": pct(jct, 90),
-        "jct_p99": pct(jct, 99),
-        "wait_mean": float(wait.mean()) if wait.size else math.nan,
-        "wait_p99": pct(wait, 99),
-        "makespan": result.makespan,
+        "jct_mean_s": float(jct.mean()) if jct.size else math.nan,
+        "jct_p50_s": pct(jct, 50),
+        "jct_p90_s": pct(jct, 90),
+        "jct_p99_s": pct(jct, 99),
+        "wait_mean_s": float(wait.mean()) if wait.size else math.nan,
+        "wait_p99_s": pct(wait, 99),
+        "makespan_s": result.makespan,
         "utilization": busy / (gpus * span) if span > 0 else 0.0,
         "gpus_per_used_node": frag_num / frag_den if frag_den > 0 else 0.0,
         "pending_mean": _time_average(result.series, 3, result.makespan),
@@ -153,30 +176,28 @@ def summarize(result: ClusterResult) -> dict[str, Any]:
         "preemptions": sum(r.preemptions for r in result.jobs),
         "migrations": sum(r.migrations for r in result.jobs),
         "events": result.events,
-        "wall_seconds": result.wall_seconds,
+        "wall_s": result.wall_seconds,
         "rejections": [{"job_id": r.job_id, "reason": r.reason} for r in result.jobs if r.state != "COMPLETED"][:100],
     }
+    return Summary(summary, aliases=SUMMARY_ALIASES)
 
 
-def chrome_trace(result: ClusterResult) -> dict[str, Any]:
-    """Chrome trace events: a slice per job segment on its first GPU's lane (microseconds)."""
-    events: list[dict[str, Any]] = []
+def chrome_trace(result: ClusterResult) -> ChromeTrace:
+    """A slice per job segment on its first GPU's lane (a thread), grouped by node (a process)."""
+    trace = ChromeTrace()
     for rec in result.jobs:
         for k, (s, e, gpus) in enumerate(rec.segments):
             first = gpus[0] if gpus else 0
-            events.append(
-                {
-                    "name": f"job {rec.job_id}",
-                    "cat": rec.partition or "default",
-                    "ph": "X",
-                    "ts": s * 1e6,
-                    "dur": (e - s) * 1e6,
-                    "pid": result.node_names[result.gpu_node[first]],
-                    "tid": result.gpu_names[first],
-                    "args": {"gpus": len(gpus), "segment": k, "submit": rec.submit},
-                }
+            trace.add(
+                f"job {rec.job_id}",
+                rec.partition or "default",
+                s,
+                e,
+                process=result.node_names[result.gpu_node[first]],
+                thread=result.gpu_names[first],
+                args={"gpus": len(gpus), "segment": k, "submit_s": rec.submit},
             )
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
+    return trace
 
 
 def gpu_grid(result: ClusterResult, at: float, path: str | os.PathLike[str], columns: int = 16) -> None:
@@ -225,8 +246,7 @@ def gpu_grid(result: ClusterResult, at: float, path: str | os.PathLike[str], col
     ax.set_ylim(-y - 0.5, 1.0)
     ax.set_aspect("equal")
     ax.axis("off")
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    plt.close(fig)
+    save_figure(fig, path, dpi=150, bbox_inches="tight")
 
 
 def _plot_series(result: ClusterResult, path: str) -> None:
@@ -252,8 +272,7 @@ def _plot_series(result: ClusterResult, path: str) -> None:
     axes[2].set_xlabel("time (h)")
     fig.suptitle(f"{result.policy}, {result.placement}{' + migration' if result.migration else ''}")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def write_outputs(
@@ -262,19 +281,12 @@ def write_outputs(
     """Write jobs.csv, summary.json, series.csv/png, trace.json and GPU pictures; return the summary."""
     out = os.fspath(directory)
     os.makedirs(out, exist_ok=True)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=JOB_FIELDS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(job_rows(result, jobs))
-    atomic_write_text(os.path.join(out, "jobs.csv"), buf.getvalue())
-    buf = io.StringIO()
-    buf.write("time,used_gpus,used_nodes,gpus_per_used_node,pending,running\n")
-    for t, g, n, p, r in result.series:
-        buf.write(f"{t!r},{g},{n},{(g / n if n else 0.0)!r},{p},{r}\n")
-    atomic_write_text(os.path.join(out, "series.csv"), buf.getvalue())
+    write_csv(os.path.join(out, "jobs.csv"), job_rows(result, jobs), JOB_FIELDS, line_end="\n")
+    series = [(t, g, n, g / n if n else 0.0, p, r) for t, g, n, p, r in result.series]
+    write_csv(os.path.join(out, "series.csv"), series, SERIES_FIELDS, line_end="\n")
     summary = summarize(result)
-    atomic_write_text(os.path.join(out, "summary.json"), json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    atomic_write_text(os.path.join(out, "trace.json"), json.dumps(chrome_trace(result), separators=(",", ":")))
+    write_json(os.path.join(out, "summary.json"), summary)
+    chrome_trace(result).write(os.path.join(out, "trace.json"))
     _plot_series(result, os.path.join(out, "series.png"))
     for t in snapshots if snapshots is not None else [result.makespan / 2]:
         gpu_grid(result, t, os.path.join(out, f"gpus_{t:.0f}.png"))

@@ -8,7 +8,9 @@ lower ones; within a queue, jobs go in the order they entered it.
 from collections.abc import Sequence
 from typing import Any
 
+from hcsim.errors import HcsimError
 from hcsim.frontends.cluster.policies import Policy, register
+from hcsim.units import parse_time
 
 
 @register
@@ -33,3 +35,19 @@ class MLFQ(Policy):
     def on_change(self, job: Any, now: float) -> None:
         job.level = min(job.level + 1, len(self.quanta) - 1)
         job.entered, job.base = now, job.attained
+
+
+def parse_quanta(text: str, what: str = "quanta") -> tuple[float, ...]:
+    """Quanta in seconds from their command-line form, e.g. ``hcsim cluster --quanta``.
+
+    Items are durations; a bare number is seconds. ``what`` names the text in error messages.
+
+    >>> parse_quanta("3250,7200,18000"), parse_quanta("1h,2h,5h")
+    ((3250.0, 7200.0, 18000.0), (3600.0, 7200.0, 18000.0))
+    """
+    try:
+        return tuple(parse_time(q, what) for q in text.split(","))
+    except HcsimError:
+        raise HcsimError(
+            f"{what} {text!r} is invalid (valid: seconds or durations, e.g. 3250,7200,18000 or 1h,2h,5h)"
+        ) from None

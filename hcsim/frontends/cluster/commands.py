@@ -1,0 +1,98 @@
+"""``hcsim cluster``: schedule a job trace on a simulated multi-tenant GPU cluster (AnalySIM).
+
+Durations (``--overhead``, ``--slice``, ``--quanta``, ``--snapshot``) take units
+(``--slice 1h``, ``--quanta 1h,2h,5h``); a bare number is in seconds. Only the standard
+library at the top: the ``hcsim`` command loads this module for ``--help`` (see
+:mod:`hcsim.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+from hcsim.errors import HcsimError
+from hcsim.units import parse_time
+
+__all__ = ["register"]
+
+
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    from hcsim.frontends.cluster import default_cluster_size, parse_partitions, parse_quanta, simulate_cluster
+    from hcsim.frontends.cluster.outputs import summarize, write_outputs
+    from hcsim.frontends.cluster.traces import read_trace
+    from hcsim.platform import builders
+
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
+    if not os.path.isfile(args.trace):
+        raise HcsimError(f"--trace '{args.trace}' does not exist (valid: a Helios CSV, Philly JSON or SWF file)")
+    overhead = parse_time(args.overhead, "--overhead")
+    snapshots = None if args.snapshot is None else [parse_time(t, "--snapshot") for t in args.snapshot]
+    options: dict[str, object] = {}
+    if args.slice is not None:
+        options["slice"] = parse_time(args.slice, "--slice")
+    trace = read_trace(args.trace, args.format, sort=args.sort)
+    if not trace.jobs:
+        raise HcsimError(f"--trace '{args.trace}' has no jobs to schedule ({len(trace.skipped)} rows skipped)")
+    xpus = default_cluster_size([j.gpus for j in trace.jobs]) if args.xpus is None else args.xpus
+    if xpus < 8 or xpus % 8:
+        raise HcsimError(f"--xpus {xpus} is invalid (valid: a positive multiple of 8, the server size)")
+    topo = builders.cxl_system(xpus) if args.system == "cxl" else builders.noncoherent_system(xpus)
+    partitions = parse_partitions(args.partitions, "--partitions") if args.partitions else None
+    if args.quanta is not None:
+        options["quanta"] = parse_quanta(args.quanta, "--quanta")
+    result = simulate_cluster(
+        topo,
+        trace,
+        policy_name=args.policy,
+        placement_name=args.placement,
+        migration=args.migration,
+        overhead=overhead,
+        partitions=partitions,
+        policy_options=options,
+    )
+    summary = write_outputs(result, trace.jobs, args.out, snapshots) if args.out else summarize(result)
+    print(f"{len(trace.jobs)} jobs ({len(trace.skipped)} rows skipped) on {xpus} GPUs, {args.system} system")
+    migration = "on" if args.migration else "off"
+    print(f"policy {summary['policy']}, placement {summary['placement']}, migration {migration}")
+    print(f"completed {summary['completed']}, rejected {summary['rejected']}")
+    for r in summary["rejections"][:3]:
+        print(f"  rejected job {r['job_id']}: {r['reason']}")
+    print(f"JCT mean {summary['jct_mean_s']:.6g} s, p50 {summary['jct_p50_s']:.6g} s, p99 {summary['jct_p99_s']:.6g} s")
+    print(f"wait mean {summary['wait_mean_s']:.6g} s, makespan {summary['makespan_s']:.6g} s")
+    print(f"GPU utilization {summary['utilization']:.4f}, GPUs per used node {summary['gpus_per_used_node']:.3f}")
+    print(f"preemptions {summary['preemptions']}, migrations {summary['migrations']}")
+    jobs_per_s = len(trace.jobs) / result.wall_seconds if result.wall_seconds > 0 else math.inf
+    print(f"simulated in {result.wall_seconds:.2f} s ({jobs_per_s:.0f} jobs/s)")
+    if args.out:
+        print(f"wrote {args.out}/jobs.csv, summary.json, series.csv/png, trace.json, gpus_*.png")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``hcsim cluster``."""
+    cl = sub.add_parser("cluster", help="multi-tenant GPU cluster: schedule a job trace on a platform (AnalySIM)")
+    cl.add_argument("--trace", required=True, help="job trace: Helios cluster_log.csv, Philly JSON or SWF")
+    cl.add_argument("--format", choices=("helios", "philly", "swf"), help="trace format (default: guessed)")
+    cl.add_argument("--policy", default="fcfs", help="fcfs, easy, sjf, las, rr, mlfq, las-mlfq (default fcfs)")
+    cl.add_argument("--placement", default="best-fit", help="first-fit, best-fit, free-gpu (default best-fit)")
+    cl.add_argument("--migration", action="store_true", help="migrate jobs to free nodes when a job ends")
+    cl.add_argument(
+        "--overhead", default=8.0, help="preemption/migration overhead, e.g. 8 or 500ms (bare number: s; default 8)"
+    )
+    cl.add_argument("--xpus", type=int, help="GPUs of the cluster (default: the largest job, rounded up to 8)")
+    cl.add_argument("--system", choices=("noncoherent", "cxl"), default="noncoherent", help="platform (Fig. 6)")
+    cl.add_argument("--partitions", help="nodes per partition, e.g. train=96,dev=32 (default: one)")
+    cl.add_argument("--slice", help="rr: time slice, e.g. 3600 or 1h (bare number: s; default 3600)")
+    cl.add_argument(
+        "--quanta",
+        help="mlfq, las-mlfq: quanta, e.g. 3250,7200,18000 or 1h,2h,5h (bare numbers: s; default 3250,7200,18000)",
+    )
+    cl.add_argument("--sort", action="store_true", help="sort a trace whose rows are not in submit order")
+    cl.add_argument(
+        "--snapshot", action="append", help="GPU picture at this time, e.g. 100 or 2h (bare number: s; repeatable)"
+    )
+    cl.add_argument("--out", help="directory for jobs.csv, summary.json, series.csv/png, trace.json, gpus_*.png")
+    cl.set_defaults(func=_cmd_cluster)

@@ -1,0 +1,54 @@
+"""Job traces for the cluster front end: three public trace formats and a synthetic generator.
+
+Every reader returns a :class:`~hcsim.frontends.cluster.jobs.Trace` whose jobs are sorted
+by submit time (stable: file order among equal submits), with time 0 = the earliest
+submit; ``Trace.submit_epoch`` keeps the absolute time of time 0 in the format's own
+clock. Rows that are well formed but cannot be a GPU job (CPU-only jobs, jobs that never
+ran) are left out and listed in ``Trace.skipped`` as ``(line, reason)``. Malformed input
+raises :class:`~hcsim.errors.HcsimError` with one line naming the file, the line (or the
+job index in JSON) and what would be valid.
+
+Where things live (each module's docstring documents its format and mapping):
+
+* :mod:`.helios` - SenseTime Helios ``cluster_log.csv`` (:func:`read_helios`);
+* :mod:`.philly` - Microsoft Philly ``cluster_job_log`` JSON (:func:`read_philly`);
+* :mod:`.swf` - Standard Workload Format (:func:`read_swf`, :func:`write_swf`);
+* :mod:`.synthetic` - :func:`synthetic_trace` and :func:`scale_load`;
+* :mod:`.registry` - the format table (name -> reader, writer, extensions, sniffing),
+  :func:`read_trace`, :func:`guess_format`, :func:`write_trace`, :func:`register_format`.
+"""
+
+from __future__ import annotations
+
+from hcsim.frontends.cluster.traces.helios import HELIOS_OPTIONAL, HELIOS_REQUIRED, read_helios
+from hcsim.frontends.cluster.traces.philly import read_philly
+from hcsim.frontends.cluster.traces.registry import (
+    FORMATS,
+    TRACE_FORMATS,
+    TraceFormat,
+    guess_format,
+    read_trace,
+    register_format,
+    write_trace,
+)
+from hcsim.frontends.cluster.traces.swf import read_swf, write_swf
+from hcsim.frontends.cluster.traces.synthetic import DEFAULT_GPU_MIX, scale_load, synthetic_trace
+
+__all__ = [
+    "DEFAULT_GPU_MIX",
+    "FORMATS",
+    "HELIOS_OPTIONAL",
+    "HELIOS_REQUIRED",
+    "TRACE_FORMATS",
+    "TraceFormat",
+    "guess_format",
+    "read_helios",
+    "read_philly",
+    "read_swf",
+    "read_trace",
+    "register_format",
+    "scale_load",
+    "synthetic_trace",
+    "write_swf",
+    "write_trace",
+]

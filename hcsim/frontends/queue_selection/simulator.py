@@ -1,0 +1,256 @@
+"""Queue selection on SimGrid: one controller actor per replication, blocks of replications per process.
+
+1 simulated second is 1 minute. Every queue of every simulated system is a SimGrid host
+of speed 1 (flop per minute); every job is an ``Exec`` of Y flops on its queue's host,
+so it lasts Y minutes. One controller actor per replication drives the systems of all
+requested methods side by side on common random numbers, waiting on one
+``ActivitySet`` that holds every running execution and a timer execution ending at the
+next arrival instant (see the package docstring). Replications run in blocks of
+:data:`BLOCK` per SimGrid process (:func:`hcsim.sg.run_isolated`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from hcsim.errors import HcsimError
+from hcsim.frontends.queue_selection.model import (
+    WEEK,
+    Inputs,
+    MethodJobs,
+    QueueRun,
+    QueueState,
+    _check_model,
+    _check_offset_options,
+    draw_inputs,
+    service_times,
+)
+from hcsim.frontends.queue_selection.rules import Method, parse_method, select_queue
+from hcsim.sg import import_simgrid, new_engine, run_isolated
+
+__all__ = ["BLOCK", "run_traces", "simulate"]
+
+BLOCK = 10  # replications per SimGrid process
+
+
+def _run_block(  # noqa: C901 - one event loop, kept in one place for speed
+    service: tuple[float, ...],
+    methods: list[Method],
+    block: list[tuple[int, Inputs]],
+    model: str,
+    servers: int,
+    offset_ties: str,
+    offset_rule: str,
+) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]:
+    """Run ``block``'s replications in one SimGrid engine; per replication and method: arrival, queue, start, finish."""
+    sg = import_simgrid()
+    engine = new_engine()
+    zone = engine.netzone_root.add_netzone_full("queues")
+    n_q = len(service)
+    hosts: dict[int, list[list]] = {}
+    clocks = {}
+    for r, inp in block:
+        clocks[r] = zone.add_host(f"r{r}.manager", 1.0)
+        hosts[r] = []
+        for m in range(len(methods)):
+            row = []
+            for k in range(n_q):
+                h = zone.add_host(f"r{r}.m{m}.q{k}", 1.0)
+                h.core_count = servers if model == "fifo" else max(1, inp.arrivals.size + 1)
+                row.append(h)
+            hosts[r].append(row)
+    zone.seal()
+    out: dict[int, list] = {}
+
+    def controller(r: int, inp: Inputs) -> None:
+        arr, work, uni = inp.arrivals.tolist(), inp.work.tolist(), inp.uniforms.tolist()
+        n = len(arr)
+        n_m = len(methods)
+        states = [QueueState.empty(n_q) for _ in range(n_m)]
+        came = [0.0] * n
+        queue = [[0] * n for _ in range(n_m)]
+        start = [[0.0] * n for _ in range(n_m)]
+        finish = [[0.0] * n for _ in range(n_m)]
+        busy = [[0] * n_q for _ in range(n_m)]
+        waiting = [[deque() for _ in range(n_q)] for _ in range(n_m)]
+        keep_done = [meth.kind == "offset" for meth in methods]
+        my_hosts = hosts[r]
+        fifo = model == "fifo"
+        pending = sg.ActivitySet()
+        running: dict = {}
+        exec_init = sg.this_actor.exec_init
+        exec_async = sg.this_actor.exec_async
+        clock = sg.Engine
+
+        def launch(m: int, k: int, j: int, now: float) -> None:
+            act = exec_init(service[k] * work[j])
+            act.host = my_hosts[m][k]
+            act.start()
+            pending.push(act)
+            running[act] = (m, k, j)
+            start[m][j] = now
+
+        i = 0
+        timer = None
+        if n:
+            timer = exec_async(arr[0])
+            pending.push(timer)
+        while not pending.empty():
+            act = pending.wait_any()
+            now = clock.clock
+            job = running.pop(act, None)
+            if job is not None:  # a completion
+                m, k, j = job
+                finish[m][j] = now
+                st = states[m]
+                st.change(k, now, -1)
+                if keep_done[m]:
+                    st.done[k].append(now)
+                if fifo:
+                    busy[m][k] -= 1
+                    if waiting[m][k]:
+                        busy[m][k] += 1
+                        launch(m, k, waiting[m][k].popleft(), now)
+                continue
+            # the timer: job i arrives (and any other arriving at this very instant)
+            while True:
+                u = uni[i]
+                came[i] = now
+                for m in range(n_m):
+                    st = states[m]
+                    k = select_queue(methods[m], st, now, u, offset_ties, offset_rule)
+                    queue[m][i] = k
+                    st.change(k, now, +1)
+                    if not fifo or busy[m][k] < servers:
+                        busy[m][k] += 1
+                        launch(m, k, i, now)
+                    else:
+                        waiting[m][k].append(i)
+                i += 1
+                if i >= n or arr[i] > now:
+                    break
+            if i < n:
+                timer = exec_async(arr[i] - now)
+                pending.push(timer)
+        arrived = np.array(came)
+        out[r] = [
+            (arrived, np.array(queue[m], dtype=np.int16), np.array(start[m]), np.array(finish[m])) for m in range(n_m)
+        ]
+
+    for r, inp in block:
+        clocks[r].add_actor(f"manager{r}", controller, r, inp)
+    engine.run()
+    return [out[r] for r, _ in block]
+
+
+def run_traces(
+    service: Sequence[float],
+    methods: Sequence[str | Method],
+    inputs: Sequence[Inputs],
+    model: str = "paper",
+    servers: int = 1,
+    offset_ties: str = "lowest",
+    offset_rule: str = "fewest",
+) -> list[dict[str, dict[str, np.ndarray]]]:
+    """Run given inputs (one per replication, all in one SimGrid process).
+
+    Returns per replication and method label: ``queue`` (0-based), ``arrival``
+    (SimGrid's clock when the job arrived), ``start`` and ``finish``.
+    """
+    p = service_times(service)
+    meths = [parse_method(m) for m in methods]
+    model, servers = _check_model(model, servers)
+    _check_offset_options(offset_ties, offset_rule)
+    raw = run_isolated(_run_block, p, meths, list(enumerate(inputs)), model, servers, offset_ties, offset_rule)
+    keys = ("arrival", "queue", "start", "finish")
+    return [
+        {m.label: dict(zip(keys, arrays, strict=True)) for m, arrays in zip(meths, rep, strict=True)} for rep in raw
+    ]
+
+
+def simulate(
+    queues: str | Sequence[float],
+    methods: Sequence[str | Method] = ("random", "mql", "maql", "offset"),
+    *,
+    model: str = "paper",
+    servers: int = 1,
+    replications: int = 10,
+    seed: int = 0,
+    period: float = WEEK,
+    arrival: str = "lomax",
+    rate: float | None = None,
+    offset_ties: str = "lowest",
+    offset_rule: str = "fewest",
+    workers: int = 1,
+) -> QueueRun:
+    """Monte Carlo over ``replications`` periods of the system ``queues`` (a set name or p_i list).
+
+    Every method runs on the same inputs per replication. ``workers`` SimGrid processes
+    run blocks of :data:`BLOCK` replications in parallel (results do not depend on it).
+    """
+    p = service_times(queues)
+    meths = [parse_method(m) for m in methods]
+    if not meths:
+        raise HcsimError("no method given (valid: one or more of random, mql, maql, offset)")
+    labels = [m.label for m in meths]
+    if len(set(labels)) != len(labels):
+        raise HcsimError(f"methods {labels} repeat one (valid: each method once)")
+    model, servers = _check_model(model, servers)
+    _check_offset_options(offset_ties, offset_rule)
+    if isinstance(replications, bool) or not isinstance(replications, int | np.integer) or replications < 1:
+        raise HcsimError(f"--replications {replications} is invalid (valid: an integer >= 1)")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise HcsimError(f"--seed {seed} is invalid (valid: an integer >= 0)")
+    if not (period > 0 and math.isfinite(period)):
+        raise HcsimError(f"--period {period} is invalid (valid: minutes > 0, e.g. 10080 for a week)")
+    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
+        raise HcsimError(f"--workers {workers} is invalid (valid: an integer >= 1)")
+    if arrival != "poisson" and rate is not None:
+        raise HcsimError(f"--rate {rate} applies to poisson arrivals only (valid: omit it, or --arrival poisson)")
+    t0 = time.perf_counter()
+    inputs = [draw_inputs(int(seed), r, float(period), arrival, rate) for r in range(int(replications))]
+    blocks = [list(range(b, min(b + BLOCK, replications))) for b in range(0, replications, BLOCK)]
+
+    def run_block(rs: list[int]) -> list:
+        return run_isolated(
+            _run_block, p, meths, [(r, inputs[r]) for r in rs], model, servers, offset_ties, offset_rule
+        )
+
+    if workers > 1 and len(blocks) > 1:
+        with ThreadPoolExecutor(max_workers=min(int(workers), len(blocks))) as pool:
+            raws = list(pool.map(run_block, blocks))
+    else:
+        raws = [run_block(b) for b in blocks]
+    per_rep = [rep for raw in raws for rep in raw]
+    result = QueueRun(
+        set_name=queues.strip().lower() if isinstance(queues, str) else None,
+        service=p,
+        model=model,
+        servers=servers,
+        replications=int(replications),
+        seed=int(seed),
+        period=float(period),
+        arrival=arrival,
+        rate=rate,
+        offset_ties=offset_ties,
+        offset_rule=offset_rule,
+        methods=labels,
+    )
+    for mi, label in enumerate(labels):
+        reps, arrs, qs, starts, comps = [], [], [], [], []
+        for r, raw_r in enumerate(per_rep):
+            a, queue, start, finish = raw_r[mi]
+            reps.append(np.full(a.size, r, dtype=int))
+            arrs.append(a)
+            qs.append(queue.astype(int))
+            starts.append(start)
+            comps.append(finish - a)
+        result.jobs[label] = MethodJobs(*(np.concatenate(x) for x in (reps, arrs, qs, starts, comps)))
+    result.seconds = time.perf_counter() - t0
+    return result

@@ -1,0 +1,168 @@
+"""``hcsim platform build|compile|check|draw``: topologies to SimGrid platform XML.
+
+Bandwidth and latency flags take units (``--cxl-bandwidth 256GBps``, ``--link-latency
+1us``; see :mod:`hcsim.units`). Only the standard library at the top: the ``hcsim``
+command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from hcsim.errors import HcsimError
+
+__all__ = ["SYSTEMS", "add_topology_options", "build_topology", "register"]
+
+SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine")
+"""The systems ``hcsim platform build`` and ``hcsim run --system`` can build."""
+
+
+def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """The options :func:`build_topology` reads: a system name and its sizes and links."""
+    p.add_argument("system", choices=SYSTEMS, nargs=None if required else "?", help="which topology to build")
+    p.add_argument("--xpus", type=int, help="number of XPUs (paper systems: a multiple of 8, from 8 to 4096)")
+    p.add_argument("--mix", help="XPU type(s): 'H100', 'H100+A100', 'H100+V100' (paper systems: one type per ToR)")
+    p.add_argument("--cxl-bandwidth", help="CXL link bandwidth for 'cxl' (default 128GBps)")
+    p.add_argument("--cxl-latency", help="CXL link latency for 'cxl' (default 200ns)")
+    p.add_argument("--link-bandwidth", help="link bandwidth for ring/star/leafspine (e.g. 128GBps)")
+    p.add_argument("--link-latency", help="link latency for ring/star/leafspine (e.g. 1us)")
+    p.add_argument("--hosts-per-leaf", type=int, default=16, help="leafspine: XPUs per leaf (default 16)")
+    p.add_argument("--spines", type=int, default=4, help="leafspine: spine switches (default 4)")
+
+
+def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topology
+    """The topology named by the options of :func:`add_topology_options` (shared by build, draw and run)."""
+    from hcsim.platform import builders
+
+    system, n = args.system, args.xpus
+    if n is None:
+        raise HcsimError(f"--xpus is required for '{system}' (valid: a positive integer, e.g. --xpus 64)")
+    if system != "cxl" and (args.cxl_bandwidth or args.cxl_latency):
+        raise HcsimError(f"--cxl-bandwidth/--cxl-latency apply to 'cxl' only, not '{system}'")
+    if system in ("noncoherent", "cxl", "server") and (args.link_bandwidth or args.link_latency):
+        raise HcsimError(f"--link-bandwidth/--link-latency apply to ring/star/leafspine, not '{system}' (Table 5)")
+    link = {}
+    if args.link_bandwidth:
+        link["bandwidth"] = args.link_bandwidth
+    if args.link_latency:
+        link["latency"] = args.link_latency
+    xpu = args.mix or "H100"
+    if system in ("noncoherent", "cxl"):
+        kwargs = {"mix": xpu}
+        if args.cxl_bandwidth:
+            kwargs["cxl_bandwidth"] = args.cxl_bandwidth
+        if args.cxl_latency:
+            kwargs["cxl_latency"] = args.cxl_latency
+        return builders.paper_system(n, coherent=system == "cxl", **kwargs)
+    if "+" in xpu:
+        raise HcsimError(f"--mix {xpu!r}: '{system}' takes a single XPU type (valid: H100, A100, V100)")
+    if system == "server":
+        if n != builders.XPUS_PER_SERVER:
+            raise HcsimError(f"--xpus {n} is invalid for 'server' (valid: {builders.XPUS_PER_SERVER})")
+        return builders.single_server(xpu)
+    if system == "ring":
+        return builders.ring(n, xpu, **link)
+    if system == "star":
+        return builders.star(n, xpu, **link)
+    h = args.hosts_per_leaf
+    if h < 1 or n < 1 or n % h:
+        raise HcsimError(f"--xpus {n} is not a positive multiple of --hosts-per-leaf {h} (valid: {h}, {2 * h}, ...)")
+    pair = (link.get("bandwidth", "12.5GBps"), link.get("latency", "5us"))
+    return builders.leaf_spine(n // h, args.spines, h, xpu, host_link=pair, fabric_link=pair)
+
+
+def _compile_and_report(topo, args: argparse.Namespace) -> int:  # noqa: ANN001
+    from hcsim.platform.compiler import compile_platform
+
+    stats = compile_platform(topo, args.output, precision=args.precision)
+    print(
+        f"wrote {args.output}: {stats.hosts} hosts, {stats.routers} routers, {stats.links} links, "
+        f"{stats.routes} routes in {stats.zones} zones"
+    )
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from hcsim.files import check_output_path
+
+    check_output_path(args.output)
+    if args.save_graphml:
+        check_output_path(args.save_graphml)
+    topo = build_topology(args)
+    code = _compile_and_report(topo, args)
+    if args.save_graphml:
+        topo.write_graphml(args.save_graphml)
+    return code
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from hcsim.files import check_output_path
+    from hcsim.platform.topology import Topology
+
+    check_output_path(args.output)
+    return _compile_and_report(Topology.read_graphml(args.topology), args)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from hcsim.platform.probe import check_platform
+
+    s = check_platform(args.platform)
+    print(
+        f"{s.path}: loaded by SimGrid in {s.load_seconds:.2f} s: {s.hosts} hosts "
+        f"({s.xpus} XPUs, {s.memories} memory nodes), {s.routers} routers, {s.links} links"
+    )
+    return 0
+
+
+def _cmd_draw(args: argparse.Namespace) -> int:
+    from hcsim.files import check_output_path, temporary_beside
+    from hcsim.platform.topology import Topology
+
+    check_output_path(args.output)
+    if args.graphml:
+        if args.system:
+            raise HcsimError("give either a system to build or --graphml FILE, not both")
+        topo = Topology.read_graphml(args.graphml)
+    elif args.system:
+        topo = build_topology(args)
+    else:
+        raise HcsimError(f"nothing to draw (valid: a system, one of {', '.join(SYSTEMS)}, or --graphml FILE)")
+    tmp = temporary_beside(args.output, ".png")
+    try:
+        topo.draw(tmp)
+        os.replace(tmp, args.output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    print(f"wrote {args.output}: {topo.number_of_nodes()} nodes, {topo.number_of_edges()} links")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``hcsim platform`` and its actions build, compile, check and draw."""
+    plat = sub.add_parser("platform", help="build, check and draw platforms")
+    psub = plat.add_subparsers(dest="action", required=True, parser_class=type(plat))
+
+    b = psub.add_parser("build", help="build a topology and compile it to SimGrid platform XML")
+    add_topology_options(b)
+    b.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
+    b.add_argument("--save-graphml", metavar="FILE", help="also save the topology as GraphML (to edit, then compile)")
+    b.add_argument("-o", "--output", required=True, help="platform XML file to write")
+    b.set_defaults(func=_cmd_build)
+
+    k = psub.add_parser("compile", help="compile a GraphML topology (e.g. edited in yEd) to SimGrid platform XML")
+    k.add_argument("topology", help="GraphML file (see Topology.write_graphml)")
+    k.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
+    k.add_argument("-o", "--output", required=True, help="platform XML file to write")
+    k.set_defaults(func=_cmd_compile)
+
+    c = psub.add_parser("check", help="load a platform XML in SimGrid and print what it holds")
+    c.add_argument("platform", help="platform XML file")
+    c.set_defaults(func=_cmd_check)
+
+    d = psub.add_parser("draw", help="draw a topology (layered) to PNG")
+    add_topology_options(d, required=False)
+    d.add_argument("--graphml", help="draw a GraphML topology instead of building one")
+    d.add_argument("-o", "--output", required=True, help="PNG file to write")
+    d.set_defaults(func=_cmd_draw)
