@@ -30,6 +30,7 @@ def servers(tmp_path_factory):
     return path, topo.xpus()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gpu", ["V100", "P4"])
 @pytest.mark.parametrize("rho", [0.1, 0.3, 0.5, 0.7, 0.8])
 def test_simulated_latency_matches_exact_with_a_million_jobs(servers, gpu, rho):
@@ -44,6 +45,7 @@ def test_simulated_latency_matches_exact_with_a_million_jobs(servers, gpu, rho):
     assert mean <= phi(lam, f.alpha, f.tau0) + half
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_batch", [1, 4, 16, 64])
 def test_finite_max_batch_matches_the_exact_chain(servers, max_batch):
     path, xpus = servers

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hcsim.analysis.statistics import confidence_interval, percentile_interval
+from hcsim.engine.driver import Driver
 from hcsim.errors import HcsimError
 from hcsim.sg import import_simgrid, load_platform, run_isolated
 
@@ -309,8 +310,9 @@ def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa:
     in_service = [0] * k_n
     assign = [0] * n
     rows: dict[int, list[tuple[float, int, float]]] = {k: [] for k in range(k_n)}
-    running: dict = {}
-    pending = sg.ActivitySet()
+    driver = Driver(sg)
+    t_next = inf  # the next arrival or queue deadline, as of the last wait
+    next_arrival = 0
 
     def ready(k: int, now: float) -> bool:
         q = queues[k]
@@ -326,41 +328,39 @@ def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa:
         act = sg.this_actor.exec_init(taus_for(b) * hosts[k].speed)
         act.host = hosts[k]
         act.start()
-        pending.push(act)
-        running[act] = (k, now, b)
+        driver.watch(act, (k, now, b))
         in_service[k] = b
 
-    def controller() -> None:
-        i = 0
-        while i < n or running or any(queues):  # queued jobs may still wait for their max_delay
-            now = sg.Engine.clock
-            t_next = arr[i] if i < n else inf
-            if max_delay is not None:
-                for k in range(k_n):
-                    if not in_service[k] and queues[k]:
-                        t_next = min(t_next, arr[queues[k][0]] + max_delay)
-            act = None
-            if running:
-                try:
-                    act = pending.wait_any() if t_next == inf else pending.wait_any_for(max(t_next - now, 0.0))
-                except sg.TimeoutException:
-                    act = None
-            else:
-                sg.this_actor.sleep_until(t_next)
-            now = sg.Engine.clock
-            horizon = now if act is not None else max(now, t_next)
-            if act is not None:
-                k, began, b = running.pop(act)
-                rows[k].append((began, b, now))
-                in_service[k] = 0
-            while i < n and arr[i] <= horizon:
-                k = min(range(k_n), key=lambda s: (len(queues[s]) + in_service[s], s))
-                queues[k].append(i)
-                assign[i] = k
-                i += 1
+    def next_wake() -> float:  # queued jobs may still wait for their max_delay
+        nonlocal t_next
+        t_next = arr[next_arrival] if next_arrival < n else inf
+        if max_delay is not None:
             for k in range(k_n):
-                if ready(k, horizon):
-                    start(k, now)
+                if not in_service[k] and queues[k]:
+                    t_next = min(t_next, arr[queues[k][0]] + max_delay)
+        return t_next
+
+    def served(act: object, batch: tuple[int, float, int], now: float) -> None:
+        k, began, b = batch
+        rows[k].append((began, b, now))
+        in_service[k] = 0
+
+    def after_wake(now: float, act: object) -> None:
+        nonlocal next_arrival
+        horizon = now if act is not None else max(now, t_next)
+        i = next_arrival
+        while i < n and arr[i] <= horizon:
+            k = min(range(k_n), key=lambda s: (len(queues[s]) + in_service[s], s))
+            queues[k].append(i)
+            assign[i] = k
+            i += 1
+        next_arrival = i
+        for k in range(k_n):
+            if ready(k, horizon):
+                start(k, now)
+
+    def controller() -> None:
+        driver.run(served, after_wake=after_wake, next_wake=next_wake)
 
     sg.Actor.create("dispatcher", hosts[0], controller)
     engine.run()

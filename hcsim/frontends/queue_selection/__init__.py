@@ -42,8 +42,8 @@ of the queue's c executions ends, so SimGrid never shares a core either. One con
 actor per replication (on a host of its own) drives the systems of all requested methods
 side by side: the systems share the replication's arrivals, service draws and uniforms
 (common random numbers), so differences between methods are not masked by different
-arrivals. The controller waits on one ``ActivitySet`` holding every running execution and
-a timer execution that ends at the next arrival instant: it wakes once per completion and
+arrivals. The controller (a :class:`~hcsim.engine.driver.Driver`) waits for every running
+execution and a timer execution that ends at the next arrival instant: it wakes once per completion and
 once per arrival, and reads the queue lengths, the area under them and the completion
 times from what SimGrid reported. Replications run in blocks of :data:`BLOCK` per SimGrid
 process (:func:`hcsim.sg.run_isolated`), blocks in parallel with ``workers`` > 1; the block

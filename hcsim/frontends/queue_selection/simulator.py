@@ -3,9 +3,9 @@
 1 simulated second is 1 minute. Every queue of every simulated system is a SimGrid host
 of speed 1 (flop per minute); every job is an ``Exec`` of Y flops on its queue's host,
 so it lasts Y minutes. One controller actor per replication drives the systems of all
-requested methods side by side on common random numbers, waiting on one
-``ActivitySet`` that holds every running execution and a timer execution ending at the
-next arrival instant (see the package docstring). Replications run in blocks of
+requested methods side by side on common random numbers; its loop is a
+:class:`~hcsim.engine.driver.Driver` watching every running execution and a timer
+execution ending at the next arrival instant (see the package docstring). Replications run in blocks of
 :data:`BLOCK` per SimGrid process (:func:`hcsim.sg.run_isolated`).
 """
 
@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from hcsim.engine.driver import Driver
 from hcsim.errors import HcsimError
 from hcsim.frontends.queue_selection.model import (
     WEEK,
@@ -82,29 +83,21 @@ def _run_block(  # noqa: C901 - one event loop, kept in one place for speed
         keep_done = [meth.kind == "offset" for meth in methods]
         my_hosts = hosts[r]
         fifo = model == "fifo"
-        pending = sg.ActivitySet()
-        running: dict = {}
+        driver = Driver(sg)
+        watch = driver.watch
         exec_init = sg.this_actor.exec_init
         exec_async = sg.this_actor.exec_async
-        clock = sg.Engine
+        next_arrival = 0
 
         def launch(m: int, k: int, j: int, now: float) -> None:
             act = exec_init(service[k] * work[j])
             act.host = my_hosts[m][k]
             act.start()
-            pending.push(act)
-            running[act] = (m, k, j)
+            watch(act, (m, k, j))
             start[m][j] = now
 
-        i = 0
-        timer = None
-        if n:
-            timer = exec_async(arr[0])
-            pending.push(timer)
-        while not pending.empty():
-            act = pending.wait_any()
-            now = clock.clock
-            job = running.pop(act, None)
+        def completed(act: object, job: tuple[int, int, int] | None, now: float) -> None:
+            nonlocal next_arrival
             if job is not None:  # a completion
                 m, k, j = job
                 finish[m][j] = now
@@ -117,8 +110,9 @@ def _run_block(  # noqa: C901 - one event loop, kept in one place for speed
                     if waiting[m][k]:
                         busy[m][k] += 1
                         launch(m, k, waiting[m][k].popleft(), now)
-                continue
-            # the timer: job i arrives (and any other arriving at this very instant)
+                return
+            # the arrival timer: job i arrives (and any other arriving at this very instant)
+            i = next_arrival
             while True:
                 u = uni[i]
                 came[i] = now
@@ -135,9 +129,13 @@ def _run_block(  # noqa: C901 - one event loop, kept in one place for speed
                 i += 1
                 if i >= n or arr[i] > now:
                     break
-            if i < n:
-                timer = exec_async(arr[i] - now)
-                pending.push(timer)
+            next_arrival = i
+            if i < n:  # the timer is an exec on the manager's host of speed 1: its end is SimGrid's date
+                watch(exec_async(arr[i] - now), None)
+
+        if n:
+            watch(exec_async(arr[0]), None)
+        driver.run(completed)
         arrived = np.array(came)
         out[r] = [
             (arrived, np.array(queue[m], dtype=np.int16), np.array(start[m]), np.array(finish[m])) for m in range(n_m)
