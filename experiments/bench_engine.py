@@ -20,8 +20,8 @@ import sys
 import tempfile
 import time
 
+from hcsim.collectives import plan
 from hcsim.engine import simulate
-from hcsim.engine.collectives import plan
 from hcsim.platform import compile_platform, cxl_system, ring
 from hcsim.sg import import_simgrid, load_platform, run_isolated
 from hcsim.units import parse_bytes

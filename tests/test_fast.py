@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from hcsim.collectives import plan
 from hcsim.engine import simulate, simulate_system
-from hcsim.engine.collectives import plan
 from hcsim.platform import cxl_system, noncoherent_system
 from hcsim.platform.folding import fold_data_parallel
 from hcsim.workload.builders import allreduce_benchmark

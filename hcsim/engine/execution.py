@@ -27,9 +27,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from hcsim.engine.collectives.exact import ExactFlows
-from hcsim.engine.collectives.plans import FlowPlan
+from hcsim.collectives import FlowPlan, TopologyView
 from hcsim.engine.driver import Driver
+from hcsim.engine.exact import ExactFlows
 from hcsim.engine.memory import Placement, XpuInfo
 from hcsim.engine.records import (
     COMM,
@@ -123,13 +123,16 @@ class Execution:
         self.flow_plans: list[FlowPlan | None] = [None] * len(names)
         self.flow_hosts: list[tuple[list[Any], list[Any]] | None] = [None] * len(names)  # SimGrid hosts of flows
         self.strategy_of: list[CommStrategy | None] = [None] * len(names)
+        view: TopologyView | None = None  # read from the hosts once, if a communication vertex needs it
         self.comm_complete: list[Callable[[Any, ActivityKey, float], None] | None] = [None] * len(names)
         for i, d in enumerate(data):
             if d["type"] == "compute":
                 self.compute_plan[i] = self._compute_plan(d, all_hosts, placed.get(names[i]), coherent)
             else:
                 strategy = next(s for s in strategies if s.handles(d))
-                fp = self.flow_plans[i] = strategy.plan(d)
+                if view is None:
+                    view = TopologyView.of_hosts(all_hosts)
+                fp = self.flow_plans[i] = strategy.plan(d, view)
                 self.strategy_of[i], self.comm_complete[i] = strategy, strategy.complete
                 self.flow_hosts[i] = ([all_hosts[h] for h in fp.src], [all_hosts[h] for h in fp.dst])
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hcsim.engine.collectives.plans import RING_KINDS, FlowPlan, plan
+from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 
 __all__ = ["MemoizedRings", "RingRun"]
@@ -95,10 +95,11 @@ class MemoizedRings:
 
     # ------------------------------------------------------------------ the strategy protocol
     def handles(self, data: dict[str, Any]) -> bool:
-        return data["kind"] in RING_KINDS
+        return data["kind"] != "p2p" and algorithm(data["kind"], data["algorithm"]).ring
 
-    def plan(self, data: dict[str, Any]) -> FlowPlan:
-        return plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], data.get("group"), compact=True)
+    def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
+        d = data
+        return build_plan(d["kind"], d["algorithm"], d["scope"], d["bytes"], view, group=d.get("group"), compact=True)
 
     def launch(self, v: int, k: int, now: float) -> None:
         x = self.execution

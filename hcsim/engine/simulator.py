@@ -21,7 +21,7 @@ loop and turns a stuck run into a deadlock message:
 
 A compute vertex becomes an ``Exec`` on its XPU (plus a ``Comm`` from its remote
 memory when its data is not local; see :mod:`.memory`); a communication vertex becomes
-the ``Comm`` flows of its algorithm (see :mod:`.collectives`). All of them are real
+the ``Comm`` flows of its algorithm (see :mod:`hcsim.collectives`). All of them are real
 SimGrid activities sharing the platform's links and CPUs.
 
 Everything the engine needs is read from the platform file (host properties written by

@@ -4,8 +4,8 @@ An :class:`~hcsim.engine.execution.Execution` decides *when* a vertex execution 
 and what it releases when it ends; a :class:`CommStrategy` decides *how* a
 communication vertex execution becomes SimGrid activities. Two strategies exist:
 
-* :class:`hcsim.engine.collectives.exact.ExactFlows` (the exact path): every flow of the
-  vertex's :class:`~hcsim.engine.collectives.plans.FlowPlan` is a SimGrid flow, started
+* :class:`hcsim.engine.exact.ExactFlows` (the exact path): every flow of the
+  vertex's :class:`~hcsim.collectives.plans.FlowPlan` is a SimGrid flow, started
   when the flows it waits for have completed;
 * :class:`hcsim.engine.memoize.MemoizedRings` (a fast path, ``memoize=True``): a ring
   collective runs step by step, and steps that would repeat on an unchanged network are
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from hcsim.engine.collectives.plans import FlowPlan
+from hcsim.collectives import FlowPlan, TopologyView
 from hcsim.engine.records import ActivityKey
 
 __all__ = ["CommStrategy"]
@@ -38,8 +38,8 @@ class CommStrategy(Protocol):
         """Whether this strategy runs the communication vertex with attributes ``data``."""
         ...
 
-    def plan(self, data: dict[str, Any]) -> FlowPlan:
-        """The flows of the vertex (decided once, before the run)."""
+    def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
+        """The flows of the vertex (decided once, before the run; ``view``: servers and racks of the ranks)."""
         ...
 
     def launch(self, v: int, k: int, now: float) -> None:

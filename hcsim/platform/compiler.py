@@ -80,6 +80,7 @@ XPU_PROPERTIES = (
     "rank",
     "host_memory",
     "cxl_memory",
+    "zone",  # server / rack zone: what collective algorithms see of the topology (hcsim.collectives.view)
 )
 SWITCH_ZONE = ".switches"
 

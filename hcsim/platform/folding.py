@@ -4,7 +4,7 @@ A data-parallel run on N XPUs is a ring allreduce over all of them in rank order
 i sends to rank i+1 mod N) interleaved with the same compute on every XPU. Simulating
 4096 XPUs for that is wasted work: :func:`fold_data_parallel` keeps a handful of
 representative servers, and the engine runs a *reduced ring* over their XPUs (still
-2(N-1) steps of S/N bytes; that part lives in :mod:`hcsim.engine.collectives`).
+2(N-1) steps of S/N bytes; that part lives in :mod:`hcsim.collectives`).
 
 Selection rule
 --------------

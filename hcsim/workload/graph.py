@@ -24,26 +24,39 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import networkx as nx
 
+from hcsim.collectives.registry import KINDS, algorithm, names
 from hcsim.errors import HcsimError
 
 __all__ = ["Workload", "COMM_KINDS", "ALGORITHMS", "PRECISIONS"]
 
 PRECISIONS = ("fp16", "fp32")
+
+
+class _Algorithms(Mapping[str, tuple[str, ...]]):
+    """Kind -> the algorithms registered for it (the first is the default): a view of
+    :mod:`hcsim.collectives.registry`, which also takes ``module:function`` plug-ins and
+    MSCCL-IR ``.xml`` files."""
+
+    def __getitem__(self, kind: str) -> tuple[str, ...]:
+        if kind not in KINDS:
+            raise KeyError(kind)
+        return names(kind)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(KINDS)
+
+    def __len__(self) -> int:
+        return len(KINDS)
+
+
 #: algorithms each communication kind accepts (the first is the default)
-ALGORITHMS = {
-    "p2p": ("direct",),
-    "allreduce": ("ring", "coherent_ring"),
-    "reduce_scatter": ("ring",),
-    "allgather": ("ring",),
-    "broadcast": ("chain",),
-    "reduce": ("chain",),
-    "alltoall": ("direct",),
-}
-COMM_KINDS = tuple(ALGORITHMS)
+ALGORITHMS: Mapping[str, tuple[str, ...]] = _Algorithms()
+COMM_KINDS = KINDS
 
 
 def _nonneg(value: object, what: str) -> float:
@@ -144,10 +157,12 @@ class Workload(nx.DiGraph):
                     f"communication vertex '{name}': kind {ck!r} is unknown (valid: {', '.join(COMM_KINDS)})"
                 )
             if d.get("algorithm") not in ALGORITHMS[ck]:
-                raise HcsimError(
-                    f"communication vertex '{name}': algorithm {d.get('algorithm')!r} is unknown for {ck} "
-                    f"(valid: {', '.join(ALGORITHMS[ck])})"
-                )
+                try:  # a plug-in (module:function) or an MSCCL-IR file: it must load
+                    if not isinstance(d.get("algorithm"), str):
+                        raise HcsimError(f"algorithm {d.get('algorithm')!r} is unknown for {ck}")
+                    algorithm(ck, d["algorithm"])
+                except HcsimError as e:
+                    raise HcsimError(f"communication vertex '{name}': {e}") from None
             scope = d.get("scope")
             if not isinstance(scope, list) or not all(isinstance(r, str) for r in scope):
                 raise HcsimError(f"communication vertex '{name}': scope must be a list of XPU names")

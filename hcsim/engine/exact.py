@@ -1,6 +1,6 @@
 """The exact strategy: every flow of a communication vertex is a SimGrid flow.
 
-The flows of the vertex's :class:`~hcsim.engine.collectives.plans.FlowPlan` whose wait
+The flows of the vertex's :class:`~hcsim.collectives.plans.FlowPlan` whose wait
 count is zero start with the vertex execution; each completion counts down the flows it
 releases, which start when their count reaches zero (in a ring: my next send waits for
 my last send and for my neighbour's chunk, so the ring is pipelined). The execution is
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hcsim.engine.collectives.plans import FlowPlan, plan
+from hcsim.collectives import FlowPlan, TopologyView, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 
 __all__ = ["ExactFlows"]
@@ -28,8 +28,8 @@ class ExactFlows:
     def handles(self, data: dict[str, Any]) -> bool:
         return True
 
-    def plan(self, data: dict[str, Any]) -> FlowPlan:
-        return plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], data.get("group"))
+    def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
+        return build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
 
     def launch(self, v: int, k: int, now: float) -> None:
         x = self.execution

@@ -1,0 +1,62 @@
+"""Ring algorithms: allreduce, the paper's coherent ring, reduce-scatter and allgather.
+
+Over N ranks in list order (rank i sends to rank i+1 mod N), S bytes per rank, on a
+uniform ring of latency L and bandwidth B:
+
+* ``ring`` allreduce: reduce-scatter then allgather, 2(N-1) steps of S/N bytes:
+  2(N-1)(L + S/(N B)). In reduce-scatter step j rank i sends shard (i-j-1) mod N
+  (so rank i ends with shard i reduced), in allgather step j shard (i-j) mod N;
+* ``coherent_ring`` allreduce (paper Sec. 5.4): the reduce-scatter half only, N-1 steps:
+  under coherence the averaged gradient must exist *somewhere*, not on every XPU;
+* ``ring`` reduce-scatter and allgather: N-1 steps of S/N.
+
+A rank's next send waits for its previous send and for the chunk its left neighbour
+sent it, so the ring is pipelined (the exact engine) or run step by step
+(:mod:`hcsim.engine.memoize`). These algorithms may also stand for a larger ring (a
+folded run: ``group``; see :mod:`hcsim.platform.folding`).
+"""
+
+from __future__ import annotations
+
+from hcsim.collectives.plans import plan as ring_plan
+from hcsim.collectives.registry import register
+from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.view import TopologyView
+
+
+def _ring(kind: str, ranks: list[str], nbytes: float, phases: list[int]) -> Schedule:
+    """Steps of N flows; ``phases``: per step, the shard offset (rank i sends shard (i - offset) mod N)."""
+    n = len(ranks)
+    s = Schedule(kind, ranks, shards=n, steps=len(phases))
+    for j, offset in enumerate(phases):
+        for i in range(n):
+            after = () if j == 0 else ((j - 1) * n + i, (j - 1) * n + (i - 1) % n)
+            s.add(ranks[i], ranks[(i + 1) % n], nbytes / n, after, shards=[(i - offset) % n])
+    return s
+
+
+@register("allreduce", "ring", plan=ring_plan, ring=True)
+def ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """Ring allreduce: reduce-scatter + allgather, 2(N-1) steps of S/N."""
+    n = len(ranks)
+    return _ring("allreduce", ranks, nbytes, [j + 1 for j in range(n - 1)] + list(range(n - 1)))
+
+
+@register("allreduce", "coherent_ring", plan=ring_plan, ring=True, coherent=True)
+def coherent_ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """Coherent ring allreduce (paper Sec. 5.4): reduce-scatter only, N-1 steps of S/N."""
+    s = _ring("allreduce", ranks, nbytes, [j + 1 for j in range(len(ranks) - 1)])
+    s.coherent = True
+    return s
+
+
+@register("reduce_scatter", "ring", plan=ring_plan, ring=True)
+def ring_reduce_scatter(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """Ring reduce-scatter: N-1 steps of S/N; rank i ends with shard i reduced."""
+    return _ring("reduce_scatter", ranks, nbytes, [j + 1 for j in range(len(ranks) - 1)])
+
+
+@register("allgather", "ring", plan=ring_plan, ring=True)
+def ring_allgather(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """Ring allgather: N-1 steps of S/N; rank i starts with shard i."""
+    return _ring("allgather", ranks, nbytes, list(range(len(ranks) - 1)))

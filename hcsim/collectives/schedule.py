@@ -1,0 +1,119 @@
+"""A collective algorithm's output: flows with dependencies, and the shards they carry.
+
+An algorithm (built in, a plug-in, or read from MSCCL-IR) turns ranks and a size into a
+:class:`Schedule`: a list of :class:`Flow` (src, dst, bytes) where each flow starts
+once the flows it lists in ``after`` have completed. The engine runs every flow as a
+real SimGrid flow that contends with all other traffic (:mod:`hcsim.engine.exact`).
+
+A flow may also say which *shards* of the collective's data it carries (the data is cut
+into ``shards`` equal pieces; which piece is which depends on the kind, see
+:mod:`hcsim.collectives.check`). With shards declared, :func:`check_schedule` proves
+that the schedule delivers what its kind promises (every rank ends with every other
+rank's contribution, for an allreduce), so a wrong schedule cannot pass on timing alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from hcsim.collectives.plans import FlowPlan
+from hcsim.errors import HcsimError
+
+__all__ = ["Flow", "Schedule"]
+
+
+@dataclass(frozen=True)
+class Flow:
+    """``nbytes`` from rank ``src`` to rank ``dst``, once the flows ``after`` (indices) have completed."""
+
+    src: str
+    dst: str
+    nbytes: float
+    after: tuple[int, ...] = ()
+    shards: tuple[int, ...] = ()  # pieces of the collective's data it carries (for the data-movement check)
+
+
+@dataclass
+class Schedule:
+    """The flows of one collective over ``ranks`` (``kind``: allreduce, allgather, ...).
+
+    ``shards``: how many pieces the data is cut into for the data-movement check (0:
+    no check); ``coherent``: the algorithm relies on coherent memory (the reduced data
+    must exist once, anywhere, not on every rank); ``steps``: the number of dependent
+    rounds, for reports.
+    """
+
+    kind: str
+    ranks: list[str]
+    flows: list[Flow] = field(default_factory=list)
+    shards: int = 0
+    coherent: bool = False
+    steps: int = 0
+    name: str = ""
+
+    def add(self, src: str, dst: str, nbytes: float, after: tuple[int, ...] | list[int] = (), shards=()) -> int:
+        """Append a flow; returns its index (for other flows' ``after``)."""
+        self.flows.append(Flow(src, dst, nbytes, tuple(after), tuple(shards)))
+        return len(self.flows) - 1
+
+    def validate(self, scope: list[str] | None = None) -> None:
+        """One-line errors naming the flow: endpoints outside the scope, bad sizes, dependency cycles."""
+        ranks = set(self.ranks if scope is None else scope)
+        what = f"algorithm '{self.name or '?'}' ({self.kind})"
+        n = len(self.flows)
+        for i, f in enumerate(self.flows):
+            for end in (f.src, f.dst):
+                if end not in ranks:
+                    raise HcsimError(f"{what}: flow {i} ({f.src} -> {f.dst}) names rank '{end}', outside the scope")
+            if f.src == f.dst:
+                raise HcsimError(f"{what}: flow {i} sends from '{f.src}' to itself (valid: two different ranks)")
+            if isinstance(f.nbytes, bool) or not isinstance(f.nbytes, int | float) or not 0 <= f.nbytes < math.inf:
+                raise HcsimError(f"{what}: flow {i} has {f.nbytes!r} bytes (valid: a finite number >= 0)")
+            for d in f.after:
+                if not (isinstance(d, int) and 0 <= d < n) or d == i:
+                    raise HcsimError(f"{what}: flow {i} waits for flow {d!r}, which does not exist (0..{n - 1})")
+            for s in f.shards:
+                if not (isinstance(s, int) and 0 <= s < self.shards):
+                    raise HcsimError(f"{what}: flow {i} carries shard {s!r} (valid: 0..{self.shards - 1})")
+        self.order()
+
+    def order(self) -> list[int]:
+        """The flows in an order where each comes after those it waits for; a cycle is an error."""
+        n = len(self.flows)
+        waits = [len(set(f.after)) for f in self.flows]
+        released: list[list[int]] = [[] for _ in range(n)]
+        for i, f in enumerate(self.flows):
+            for d in set(f.after):
+                released[d].append(i)
+        ready = [i for i in range(n) if waits[i] == 0]
+        out = []
+        while ready:
+            i = ready.pop()
+            out.append(i)
+            for j in released[i]:
+                waits[j] -= 1
+                if waits[j] == 0:
+                    ready.append(j)
+        if len(out) < n:
+            stuck = min(i for i in range(n) if waits[i] > 0)
+            raise HcsimError(
+                f"algorithm '{self.name or '?'}' ({self.kind}): flow {stuck} is in a dependency cycle "
+                "(valid: every flow waits only for flows that can complete before it)"
+            )
+        return out
+
+    def to_plan(self) -> FlowPlan:
+        """The engine's form: sizes in whole bytes (a 0-byte flow carries 1: SimGrid never ends one of 0)."""
+        n = len(self.flows)
+        releases: list[list[int]] = [[] for _ in range(n)]
+        waits = []
+        for i, f in enumerate(self.flows):
+            deps = sorted(set(f.after))
+            waits.append(len(deps))
+            for d in deps:
+                releases[d].append(i)
+        size = [max(1, int(round(f.nbytes))) for f in self.flows]
+        return FlowPlan(
+            [f.src for f in self.flows], [f.dst for f in self.flows], size, waits, releases, self.steps or n
+        )
