@@ -10,7 +10,8 @@ all a schedule guarantees). Contents are sets of contributing ranks (bitmasks).
 kind                    a rank starts with           the schedule must end with
 ======================  ===========================  ===================================
 allreduce               every shard: itself          every rank, every shard: all ranks
-allreduce (coherent)    every shard: itself          every shard: all ranks at some rank
+allreduce (coherent)    every shard: itself          every shard: all ranks, at some rank
+                                                     or memory pool
 reduce_scatter          every shard: itself          rank i, shard i: all ranks
 allgather               shard i (rank i): itself     every rank, every shard: present
 broadcast               the root (first), all        every rank, every shard: present
@@ -56,11 +57,12 @@ def check_schedule(schedule: Schedule) -> None:
     n, shards = len(sch.ranks), sch.shards
     if shards <= 0:
         return
-    index = {r: i for i, r in enumerate(sch.ranks)}
-    state = _initial(sch.kind, n, shards)
+    places = list(sch.ranks) + [p for p in sch.pools if p not in sch.ranks]  # memory pools start empty
+    index = {r: i for i, r in enumerate(places)}
+    state = _initial(sch.kind, n, shards) + [[0] * shards for _ in places[n:]]
     initial = [row[:] for row in state]
     flows = sch.flows
-    into: list[list[int]] = [[] for _ in range(n)]  # flows into each rank
+    into: list[list[int]] = [[] for _ in places]  # flows into each rank or pool
     for i, f in enumerate(flows):
         into[index[f.dst]].append(i)
     ancestors = [0] * len(flows)  # bitmask of flows that complete before flow i starts
@@ -93,7 +95,7 @@ def check_schedule(schedule: Schedule) -> None:
     kind = sch.kind
     for s in range(shards):
         if kind == "allreduce" and sch.coherent:
-            if not any(state[r][s] == full for r in range(n)):
+            if not any(state[r][s] == full for r in range(len(places))):
                 best = max(range(n), key=lambda r: bin(state[r][s]).count("1"))
                 fail(best, s, state[best][s], "a coherent allreduce needs every shard fully reduced somewhere")
             continue

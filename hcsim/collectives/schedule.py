@@ -41,7 +41,8 @@ class Schedule:
     ``shards``: how many pieces the data is cut into for the data-movement check (0:
     no check); ``coherent``: the algorithm relies on coherent memory (the reduced data
     must exist once, anywhere, not on every rank); ``steps``: the number of dependent
-    rounds, for reports.
+    rounds, for reports; ``pools``: memory hosts (not ranks) that flows may also start or
+    end at, e.g. the CXL memory of :meth:`TopologyView.memory` for in-fabric algorithms.
     """
 
     kind: str
@@ -51,6 +52,7 @@ class Schedule:
     coherent: bool = False
     steps: int = 0
     name: str = ""
+    pools: list[str] = field(default_factory=list)
 
     def add(self, src: str, dst: str, nbytes: float, after: tuple[int, ...] | list[int] = (), shards=()) -> int:
         """Append a flow; returns its index (for other flows' ``after``)."""
@@ -59,7 +61,7 @@ class Schedule:
 
     def validate(self, scope: list[str] | None = None) -> None:
         """One-line errors naming the flow: endpoints outside the scope, bad sizes, dependency cycles."""
-        ranks = set(self.ranks if scope is None else scope)
+        ranks = set(self.ranks if scope is None else scope) | set(self.pools)
         what = f"algorithm '{self.name or '?'}' ({self.kind})"
         n = len(self.flows)
         for i, f in enumerate(self.flows):

@@ -22,16 +22,29 @@ class TopologyView:
     """Server and rack of each rank (``zones``: rank -> server zone)."""
 
     zones: Mapping[str, str] = field(default_factory=dict)
+    memories: Mapping[str, str] = field(default_factory=dict)  # rank -> its CXL memory host, if any
 
     @classmethod
     def of_topology(cls, topology: Any) -> TopologyView:
         """From an :class:`hcsim.platform.Topology` (its XPUs' ``zone`` attributes)."""
-        return cls({x: str(topology.nodes[x].get("zone", "")) for x in topology.xpus()})
+        xs = topology.xpus()
+        memories = {x: m for x in xs if (m := topology.nodes[x].get("cxl_memory"))}
+        return cls({x: str(topology.nodes[x].get("zone", "")) for x in xs}, memories)
 
     @classmethod
     def of_hosts(cls, hosts: Mapping[str, Any]) -> TopologyView:
         """From SimGrid hosts (the ``zone`` property the compiler writes on XPUs)."""
-        return cls({name: h.get_property("zone") or "" for name, h in hosts.items()})
+        zones, memories = {}, {}
+        for name, h in hosts.items():
+            if h.get_property("kind") == "xpu" or h.get_property("zone") is not None:
+                zones[name] = h.get_property("zone") or ""
+                if h.get_property("cxl_memory"):
+                    memories[name] = h.get_property("cxl_memory")
+        return cls(zones, memories)
+
+    def memory(self, rank: str) -> str | None:
+        """The CXL (coherent) memory host attached to ``rank``, or None on a non-coherent system."""
+        return self.memories.get(rank)
 
     def server(self, rank: str) -> str:
         zone = self.zones.get(rank, "")
