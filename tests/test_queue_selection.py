@@ -312,7 +312,7 @@ def test_mql_and_maql_beat_random_when_fast_and_slow_queues_coexist(name):
         ({"method": "foo"}, ["'foo'", "random, mql, maql, offset"]),
         ({"set": "4a"}, ["'4a'", "1a..3d"]),
         ({"offset": "0", "method": "offset"}, ["--offset 0", "minutes > 0"]),
-        ({"offset": "abc", "method": "offset"}, ["--offset abc", "minutes > 0"]),
+        ({"offset": "abc", "method": "offset"}, ["--offset", "'abc'", "'2.5h'"]),
         ({"model": "lifo"}, ["'lifo'", "paper, fifo"]),
         ({"model": "fifo", "servers": 0}, ["--servers 0", ">= 1"]),
         ({"servers": 2}, ["--servers 2", "fifo"]),

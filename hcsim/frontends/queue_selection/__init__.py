@@ -81,7 +81,8 @@ from __future__ import annotations
 
 from hcsim.analysis.statistics import erlang_c_response, ratio_interval
 from hcsim.analysis.statistics import t975 as _t975  # noqa: F401 - the old private name, used by tests
-from hcsim.frontends.queue_selection.cli import add_arguments, run_from_arguments
+from hcsim.frontends.queue_selection.cli import run_from_arguments
+from hcsim.frontends.queue_selection.commands import add_arguments
 from hcsim.frontends.queue_selection.model import (
     ARRIVALS,
     LOMAX_A,

@@ -1,4 +1,4 @@
-"""``hcsim queues``: its options and what it runs."""
+"""What ``hcsim queue-selection`` runs, from its parsed options (defined in :mod:`.commands`)."""
 
 from __future__ import annotations
 
@@ -12,35 +12,7 @@ from hcsim.frontends.queue_selection.outputs import summarize, write_outputs
 from hcsim.frontends.queue_selection.rules import METHODS, Method, _check_window, parse_method
 from hcsim.frontends.queue_selection.simulator import simulate
 
-__all__ = ["add_arguments", "run_from_arguments"]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``hcsim queues`` to ``parser``."""
-    parser.add_argument(
-        "--method",
-        default="all",
-        help="random, mql, maql, offset, a comma-separated list, or all (= all four; default all)",
-    )
-    parser.add_argument("--set", dest="set_name", metavar="SET", default="1d", help="parameter set 1a..3d (default 1d)")
-    parser.add_argument(
-        "--offset", default="150", help="offset window M in minutes; several comma-separated (default 150)"
-    )
-    parser.add_argument(
-        "--model", default="paper", help="paper (no waiting, the paper's model) or fifo (default paper)"
-    )
-    parser.add_argument("--servers", type=int, default=None, help="fifo: servers per queue (default 1)")
-    parser.add_argument("--replications", type=int, default=20, help="simulated periods (default 20)")
-    parser.add_argument("--period", type=float, default=WEEK, help="minutes per replication (default 10080, a week)")
-    parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    parser.add_argument("--arrival", default="lomax", help="lomax (the paper's) or poisson (with --rate)")
-    parser.add_argument("--rate", type=float, default=None, help="poisson arrivals per minute")
-    parser.add_argument("--offset-ties", default="lowest", help="offset ties: lowest id or random (default lowest)")
-    parser.add_argument(
-        "--offset-rule", default="fewest", help="offset picks the queue with the fewest (default) or most completions"
-    )
-    parser.add_argument("--workers", type=int, default=1, help="parallel SimGrid processes (default 1)")
-    parser.add_argument("--out", default=None, help="directory for summary.csv, cdf.csv, cdf.png")
+__all__ = ["run_from_arguments"]
 
 
 def _methods_from_arguments(method: str, offset: str) -> list[Method]:
@@ -64,8 +36,15 @@ def _methods_from_arguments(method: str, offset: str) -> list[Method]:
 
 
 def run_from_arguments(args: argparse.Namespace) -> int:
-    """Run ``hcsim queues``: simulate, print a summary, write outputs to ``--out`` if given; returns 0."""
-    methods = _methods_from_arguments(args.method, args.offset)
+    """Run ``hcsim queue-selection``: simulate, print a summary, write outputs to ``--out`` if given; returns 0.
+
+    ``--period`` and ``--offset`` may carry units (a bare number is minutes), as the command takes them.
+    """
+    from hcsim.frontends.queue_selection.commands import minutes_list
+    from hcsim.units import parse_minutes
+
+    period = WEEK if args.period is None else parse_minutes(args.period, "--period")
+    methods = _methods_from_arguments(args.method, minutes_list(args.offset, "--offset"))
     if args.model not in MODELS:
         raise HcsimError(f"model {args.model!r} is unknown (valid: {', '.join(MODELS)})")
     if args.servers is not None and args.model != "fifo":
@@ -85,7 +64,7 @@ def run_from_arguments(args: argparse.Namespace) -> int:
         servers=1 if args.servers is None else args.servers,
         replications=args.replications,
         seed=args.seed,
-        period=args.period,
+        period=period,
         arrival=args.arrival,
         rate=args.rate,
         offset_ties=args.offset_ties,

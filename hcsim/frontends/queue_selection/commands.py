@@ -13,10 +13,10 @@ import argparse
 
 from hcsim.units import parse_minutes
 
-__all__ = ["register"]
+__all__ = ["add_arguments", "minutes_list", "register"]
 
 
-def _minutes_list(text: str, what: str) -> str:
+def minutes_list(text: str, what: str) -> str:
     """``text`` (comma-separated windows) with every duration that has a unit turned into minutes."""
     items = []
     for item in str(text).split(","):
@@ -31,10 +31,7 @@ def _minutes_list(text: str, what: str) -> str:
 
 def _cmd_queue_selection(args: argparse.Namespace) -> int:
     from hcsim.frontends.queue_selection.cli import run_from_arguments
-    from hcsim.frontends.queue_selection.model import WEEK
 
-    args.period = WEEK if args.period is None else parse_minutes(args.period, "--period")
-    args.offset = _minutes_list(args.offset, "--offset")
     return run_from_arguments(args)
 
 
@@ -45,6 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         aliases=["queues"],
         help="queue selection for batch supercomputers (Kawanami): Random/MQL/MAQL/Offset",
     )
+    add_arguments(p)
+    p.set_defaults(func=_cmd_queue_selection)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``hcsim queue-selection`` (for other parsers too: the studies, the tests)."""
     p.add_argument(
         "--method",
         default="all",
@@ -71,4 +74,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--workers", type=int, default=1, help="parallel SimGrid processes (default 1)")
     p.add_argument("--out", default=None, help="directory for summary.csv, cdf.csv, cdf.png")
-    p.set_defaults(func=_cmd_queue_selection)
