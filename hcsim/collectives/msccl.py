@@ -201,7 +201,9 @@ def parse_msccl(path: str, kind: str | None = None) -> MscclProgram:
         raise _fail(path, f"coll={coll!r} is not a collective hcsim runs (valid: {', '.join(COLLECTIVES)})")
     file_kind = COLLECTIVES[coll]
     if kind is not None and kind != file_kind:
-        raise _fail(path, f"is a {coll} (coll=\"{coll}\"), not a {kind} (valid: a file whose coll is the kind asked for)")
+        wanted = [c for c, k in COLLECTIVES.items() if k == kind]
+        valid = f'coll="{wanted[0]}"' if wanted else f"none: MSCCL-IR has no {kind}"
+        raise _fail(path, f'coll="{coll}" does not match the kind asked for, {kind} (valid: {valid})')
     n = _int(path, root, "ngpus", "<algo>")
     c = _int(path, root, "nchunksperloop", "<algo>")
     if n < 2:
@@ -337,7 +339,7 @@ def parse_msccl(path: str, kind: str | None = None) -> MscclProgram:
     order_in_tb: dict[tuple[int, int], dict[int, _Step]] = {k: {st.s: st for st in v} for k, v in tbs.items()}
     waits: dict[int, list[_Step]] = {}
     all_steps = [st for k in sorted(tbs) for st in tbs[k]]
-    for (g, t), steps in tbs.items():
+    for (g, _t), steps in tbs.items():
         for i, st in enumerate(steps):
             w = [steps[i - 1]] if i else []
             if st.depid >= 0:
@@ -422,7 +424,7 @@ def _topological(path: str, steps: list[_Step], waits: dict[int, list[_Step]]) -
             path_seen.append(st)
             st = next(w for w in waits[id(st)] if id(w) in stuck)
         cycle = path_seen[path_seen.index(st) :]
-        chain = " <- ".join(str(x) for x in [*cycle, st][:6]) + (" <- ..." if len(cycle) > 5 else "")
+        chain = " waits for ".join(str(x) for x in [*cycle, st][:6]) + (" ..." if len(cycle) > 5 else "")
         raise _fail(path, f"{st} is in a dependency cycle ({chain}; valid: steps that can all complete)")
     return out
 
@@ -445,7 +447,7 @@ def _check(prog: MscclProgram) -> None:
         if m:
             g, s = int(m.group(1)), int(m.group(2))
             last = [f.step for f in prog.flows if f.dst == g and s in f.labels]
-            hint = f"; the last step sending shard {s} to gpu {g}: {last[-1]}" if last else f"; no step sends it to gpu {g}"
+            hint = f"; the last step sending it to gpu {g}: {last[-1]}" if last else f"; no step sends it to gpu {g}"
         raise _fail(prog.path, msg + hint) from None
 
 
