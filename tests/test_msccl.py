@@ -111,6 +111,11 @@ def edit(gpu: int | None = None, step: int | None = None, old: str = "", new: st
     return head + f'<gpu id="{gpu}"' + tail.replace(line, line.replace(old, new), 1)
 
 
+SECOND_TB = """</tb>
+    <tb id="1" send="1" recv="-1" chan="0">
+      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+    """
+
 # (case, file text (None: no file), kind, ranks, error pattern)
 # fmt: off
 BAD = [
@@ -139,6 +144,10 @@ BAD = [
     ("missing attribute", edit(old=' nchunksperloop="2"', new=""), "allreduce", 2,
      r"<algo> has no 'nchunksperloop' attribute"),
     ("missing file", None, "allreduce", 2, r"does not exist \(valid: the path of an MSCCL-IR .xml file\)"),
+    ("chunk count mismatch", edit(1, 3, 'cnt="1"', 'cnt="2"'), "allreduce", 2,
+     r"gpu 0 tb 0 step 2 \(s\) sends 1 chunks but its matching receive gpu 1 tb 0 step 3 \(r\) takes 2"),
+    ("two threadblocks on one connection", BASE.replace("</tb>\n  </gpu>", SECOND_TB + "</tb>\n  </gpu>", 1),
+     "allreduce", 2, r"gpu 0 tb 0 and tb 1 both send to gpu 1 on channel 0 \(valid: one threadblock per peer"),
 ]
 # fmt: on
 
@@ -174,3 +183,92 @@ def test_entities_are_not_expanded(tmp_path):
         assert "TOPSECRET" not in str(e)
     else:
         assert "TOPSECRET" not in prog.name
+
+
+def program(coll: str, n: int, chunks: int, sizes: tuple[int, int, int], tbs: dict) -> str:
+    """MSCCL-IR text: ``tbs[gpu]`` = [(send, recv, chan, [(type, srcbuf, srcoff, dstbuf, dstoff, cnt), ...])]."""
+    out = [f'<algo name="t" proto="Simple" nchannels="1" nchunksperloop="{chunks}" ngpus="{n}" coll="{coll}">']
+    for g in range(n):
+        out.append(f'<gpu id="{g}" i_chunks="{sizes[0]}" o_chunks="{sizes[1]}" s_chunks="{sizes[2]}">')
+        for t, (send, recv, chan, steps) in enumerate(tbs[g]):
+            out.append(f'<tb id="{t}" send="{send}" recv="{recv}" chan="{chan}">')
+            for k, (typ, sb, so, db, do, cnt) in enumerate(steps):
+                out.append(
+                    f'<step s="{k}" type="{typ}" srcbuf="{sb}" srcoff="{so}" dstbuf="{db}" dstoff="{do}" cnt="{cnt}" '
+                    'depid="-1" deps="-1" hasdep="0"/>'
+                )
+            out.append("</tb>")
+        out.append("</gpu>")
+    return "\n".join([*out, "</algo>"])
+
+
+def ring_reduce_scatter(n: int, first: int = -1) -> str:
+    """Rank r sends chunk r-1 (r + first), then receives-reduces-sends N-2 times, then keeps chunk r in its output."""
+    tbs = {}
+    for r in range(n):
+        steps = [("s", "i", (r + first) % n, "i", (r + first) % n, 1)]
+        steps += [("rrs", "i", (r - 1 - j) % n, "i", (r - 1 - j) % n, 1) for j in range(1, n - 1)]
+        steps.append(("rrc", "i", r, "o", 0, 1))
+        tbs[r] = [((r + 1) % n, (r - 1) % n, 0, steps)]
+    return program("reducescatter", n, n, (n, 1, 0), tbs)
+
+
+def direct_alltoall(n: int) -> str:
+    """One threadblock per peer: send it input chunk p, receive its chunk into output chunk p; keep your own."""
+    tbs = {}
+    for r in range(n):
+        peers = [p for p in range(n) if p != r]
+        tbs[r] = [(p, p, 0, [("s", "i", p, "o", p, 1), ("r", "i", p, "o", p, 1)]) for p in peers]
+        tbs[r][0][3].insert(0, ("cpy", "i", r, "o", r, 1))
+    return program("alltoall", n, n, (n, n, 0), tbs)
+
+
+def scratch_allreduce() -> str:
+    """2 GPUs: receive the peer's copy of my chunk into scratch, reduce it into my input, send it back."""
+    tbs = {
+        r: [(1 - r, 1 - r, 0, [
+            ("s", "i", 1 - r, "i", 1 - r, 1),
+            ("r", "s", 0, "s", 0, 1),
+            ("re", "s", 0, "i", r, 1),
+            ("s", "i", r, "i", r, 1),
+            ("r", "i", 1 - r, "i", 1 - r, 1),
+        ])]
+        for r in range(2)
+    }  # fmt: skip
+    return program("allreduce", 2, 2, (2, 0, 1), tbs)
+
+
+def test_reduce_scatter_alltoall_and_scratch_programs_pass_the_check_and_match_closed_forms(tmp_path, compiled):
+    n, size = 4, 4e6
+    rs, a2a, scr = tmp_path / "rs.xml", tmp_path / "a2a.xml", tmp_path / "scratch.xml"
+    rs.write_text(ring_reduce_scatter(n))
+    a2a.write_text(direct_alltoall(n))
+    scr.write_text(scratch_allreduce())
+    assert build_schedule("alltoall", str(a2a), list("abcd"), size).shards == n * n
+    assert build_schedule("allreduce", str(scr), list("ab"), size).shards == 2
+    # ring reduce-scatter: N-1 steps of S/N; direct all-to-all: N-1 flows of S/N out of every rank at once
+    t = run(compiled, n, "reduce_scatter", size, str(rs))
+    assert t == pytest.approx((n - 1) * (2 * LAT + size / (n * BW)), rel=1e-9)
+    assert t == pytest.approx(run(compiled, n, "reduce_scatter", size, "ring"), rel=1e-9)
+    assert run(compiled, n, "alltoall", size, str(a2a)) == pytest.approx(2 * LAT + (n - 1) * size / (n * BW), rel=1e-9)
+    # 2 GPUs, two dependent exchanges of S/2 each
+    assert run(compiled, 2, "allreduce", size, str(scr)) == pytest.approx(2 * (2 * LAT + size / 2 / BW), rel=1e-9)
+
+
+def test_a_reduce_scatter_that_starts_with_the_wrong_chunk_fails_the_check(tmp_path):
+    """Same flows, same timing, but the first sends carry chunk r, not r-1: nobody ends with a full shard.
+    (The check follows shards to GPUs, not into buffers: what reached a GPU counts as held.)"""
+    path = tmp_path / "rs.xml"
+    path.write_text(ring_reduce_scatter(4, first=0))
+    with pytest.raises(HcsimError, match=r"is not a complete reduce_scatter: gpu 0 ends with 3 of 4 contributions"):
+        build_schedule("reduce_scatter", str(path), list("abcd"), 1e6)
+
+
+def test_a_bad_file_in_a_workload_json_is_named_with_its_vertex(tmp_path):
+    w = Workload()
+    w.add_comm("ar", 1e6, "allreduce", ["a", "b"], is_start=True)
+    path = tmp_path / "w.json"
+    w.to_json(path)
+    path.write_text(path.read_text().replace('"ring"', '"nope.xml"'))
+    with pytest.raises(HcsimError, match=r"^communication vertex 'ar': MSCCL-IR file 'nope.xml' does not exist"):
+        Workload.from_json(path)

@@ -245,6 +245,7 @@ def parse_msccl(path: str, kind: str | None = None) -> MscclProgram:
                 raise _fail(path, f"{where} has chan={chan} (valid: 0 or more)")
             peers[g, t] = (send, recv, chan)
             steps: list[_Step] = []
+            numbers: set[int] = set()
             for sel in tel:
                 if not isinstance(sel.tag, str):
                     continue
@@ -255,8 +256,9 @@ def parse_msccl(path: str, kind: str | None = None) -> MscclProgram:
                 typ = sel.get("type")
                 if typ not in STEP_TYPES:
                     raise _fail(path, f"{sw} has type={typ!r} (valid: {', '.join(STEP_TYPES)})")
-                if any(x.s == s for x in steps):
+                if s in numbers:
                     raise _fail(path, f"{sw} is repeated (valid: one step per number in a threadblock)")
+                numbers.add(s)
                 step = _Step(
                     g, t, s, typ,
                     sel.get("srcbuf", "i"), _int(path, sel, "srcoff", sw, default=-1),
