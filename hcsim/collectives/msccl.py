@@ -36,7 +36,8 @@ What hcsim models (S: the collective's bytes, C: ``nchunksperloop``):
   k is shard k, input chunk k of gpu r is shard r*C/N + k; reduce-scatter: input chunk
   k is shard k, output chunk k of gpu r is shard r*C/N + k; all-to-all: input chunk m of
   gpu r is bound for gpu m*N/C); scratch chunks hold whatever was last received or
-  copied into them. A flow carries the shards of the chunks it sends.
+  copied into them. A flow carries the shards of the chunks it sends. The check follows
+  shards to gpus, not into buffers (a chunk that reached a gpu counts as held there).
 
 What hcsim ignores: ``proto`` (Simple / LL / LL128: their flag overheads and slice
 sizes), the executor's pipelining of each chunk in protocol-sized slices (hcsim moves
