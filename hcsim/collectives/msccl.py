@@ -1,7 +1,7 @@
 """MSCCL-IR XML (the format msccl-tools emits and the MSCCL executor runs) as a collective algorithm.
 
-A workload names a file as its ``algorithm`` (``"examples/collectives/ring.xml"``, any
-name ending in ``.xml``); :func:`read_msccl` turns it into a registry
+A workload names a file as its ``algorithm`` (any path ending in ``.xml``, e.g.
+``"examples/collectives/allreduce_ring_2ch_4gpus.xml"``); :func:`read_msccl` turns it into a registry
 :class:`~hcsim.collectives.registry.Algorithm` whose schedule runs as real flows.
 
 The file: ``<algo ngpus nchunksperloop coll ...>`` holds ``<gpu id ...>`` elements,
