@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from hcsim.collectives import Schedule, TopologyView, build_plan, build_schedule, check_schedule, plan
-from hcsim.collectives.algorithms.tree import dtree_parents
+from hcsim.collectives.algorithms.tree import dtree_parents, heap_parent
+from hcsim.engine import simulate
 from hcsim.errors import HcsimError
-from hcsim.platform import cxl_system
+from hcsim.platform import cxl_system, star
+from hcsim.platform.builders import TABLE5
+from hcsim.platform.routing import Router, path_latency
+from hcsim.workload import Workload
 
 ALGORITHMS = [
     ("allreduce", "double_binary_tree"),
@@ -117,3 +123,206 @@ def test_ring_topo_plan_is_the_ring_over_the_topology_order():
         assert (sch.src, sch.dst, sch.size, sch.waits) == (full.src, full.dst, full.size, full.waits)
     folded = build_plan("allreduce", "ring_topo", shuffled[:4], 16e6, view, group=16)
     assert folded.steps == 30 and folded.size[0] == 10**6
+
+
+# ------------------------------------------------------------------ closed forms, real SimGrid
+# On star(n): one switch, every rank-to-rank route two links, so alpha = 2 lat; a rank's
+# outgoing flows share its uplink, its incoming flows its downlink (links are full duplex).
+S = 720720 * 64  # every slice size below is a whole number of bytes
+B, LAT = 100e9, 1e-6
+A = 2 * LAT
+STAR_N = [2, 3, 4, 5, 7, 8, 16, 64]
+
+
+def run(path: str, kind: str, name: str, scope: list[str], nbytes: float, **kw) -> float:
+    w = Workload()
+    w.add_comm("c", nbytes, kind, scope, algorithm=name, is_start=True)
+    return simulate(path, w, **kw).makespan
+
+
+def _fold(n: int) -> tuple[int, int]:
+    p = 1 << (n.bit_length() - 1)
+    return p, n - p
+
+
+def hd_allreduce(n: int, coherent: bool = False) -> float:
+    """2 log2(p) alpha + 2 (p-1)/p S/B (halved when coherent), plus the folding steps (alpha + S/B each)."""
+    p, r = _fold(n)
+    t = (math.log2(p) * A + (p - 1) / p * S / B) * (1 if coherent else 2)
+    return t + (bool(r) * (1 if coherent else 2)) * (A + S / B)
+
+
+def hd_halving(n: int) -> float:
+    """The exchanges of the rank standing for ranks 0 and 1: at distance m it sends m + min(r, m) slices."""
+    p, r = _fold(n)
+    return sum(A + (m + min(r, m)) * S / (n * B) for m in (p >> k for k in range(1, p.bit_length())))
+
+
+def hd_reduce_scatter(n: int) -> float:
+    """Powers of two: log2(N) alpha + (N-1)/N S/B; else pre-step S, uneven halving, post-step S/N."""
+    return hd_halving(n) + bool(_fold(n)[1]) * (A + S / B + A + S / (n * B))
+
+
+def hd_allgather(n: int) -> float:
+    """Powers of two: log2(N) alpha + (N-1)/N S/B; else pre-step S/N, uneven doubling, post-step (N-1)/N S."""
+    return hd_halving(n) + bool(_fold(n)[1]) * (A + S / (n * B) + A + (n - 1) * S / (n * B))
+
+
+def tree_broadcast(n: int) -> float:
+    """The slowest root-to-leaf path; a node with c children adds alpha + c S/B."""
+    children = [sum(1 for j in (2 * i + 1, 2 * i + 2) if j < n) for i in range(n)]
+    worst = 0.0
+    for leaf in range(n):
+        t, i = 0.0, leaf
+        while i:
+            i = heap_parent(n, i)
+            t += A + children[i] * S / B
+        worst = max(worst, t)
+    return worst
+
+
+def siblings(ta: float, tb: float) -> tuple[float, float]:
+    """Ends of two flows of S into one port starting at ta <= tb: alone at B, both at B/2 while they overlap."""
+    sa, sb = ta + A, tb + A  # after their latency, when their bytes start to flow
+    left = S - (sb - sa) * B  # what the first has left when the second joins
+    if left <= 0:
+        return sa + S / B, sb + S / B
+    end_a = sb + 2 * left / B
+    return end_a, end_a + (S - left) / B
+
+
+def tree_reduce(n: int) -> float:
+    """A node sends once its children's flows have ended; two siblings share their parent's downlink."""
+    ready = [0.0] * n  # when each node has all its children's data (a leaf: at once)
+    for i in reversed(range(n)):
+        kids = sorted((ready[j], j) for j in (2 * i + 1, 2 * i + 2) if j < n)
+        if len(kids) == 2:
+            ready[i] = max(siblings(kids[0][0], kids[1][0]))
+        elif kids:
+            ready[i] = kids[0][0] + A + S / B
+    return ready[0]
+
+
+STAR_FORMS = {
+    ("allreduce", "halving_doubling"): hd_allreduce,
+    ("allreduce", "coherent_halving_doubling"): lambda n: hd_allreduce(n, coherent=True),
+    ("reduce_scatter", "halving_doubling"): hd_reduce_scatter,
+    ("allgather", "halving_doubling"): hd_allgather,
+    ("allreduce", "direct"): lambda n: 2 * A + 2 * (n - 1) / n * S / B,
+    ("reduce_scatter", "direct"): lambda n: A + (n - 1) / n * S / B,
+    ("allgather", "direct"): lambda n: A + (n - 1) / n * S / B,
+    ("alltoall", "pairwise"): lambda n: (n - 1) * (A + S / (n * B)),
+    ("allreduce", "ring_topo"): lambda n: 2 * (n - 1) * (A + S / (n * B)),
+    ("reduce_scatter", "ring_topo"): lambda n: (n - 1) * (A + S / (n * B)),
+    ("allgather", "ring_topo"): lambda n: (n - 1) * (A + S / (n * B)),
+    ("allreduce", "hierarchical"): lambda n: 2 * (n - 1) * (A + S / (n * B)),  # one rank per server: the ring
+    ("allreduce", "ring_2d"): lambda n: 2 * (n - 1) * (A + S / (n * B)),
+    ("broadcast", "binary_tree"): tree_broadcast,
+    ("reduce", "binary_tree"): tree_reduce,
+}
+
+
+@pytest.fixture(scope="module")
+def star_platform(compile_cached):
+    def get(n: int) -> tuple[str, list[str]]:
+        topo = star(n, bandwidth=B, latency=LAT)
+        return compile_cached(topo), topo.xpus()
+
+    return get
+
+
+@pytest.mark.parametrize("n", STAR_N)
+@pytest.mark.parametrize("kind, name", list(STAR_FORMS))
+def test_closed_form_on_a_star(star_platform, kind, name, n):
+    path, xs = star_platform(n)
+    assert run(path, kind, name, xs, S) == pytest.approx(STAR_FORMS[kind, name](n), rel=1e-9)
+
+
+def test_the_closed_forms_in_the_docstrings():
+    """Spot values of the forms above against the docstrings' formulas."""
+    assert hd_allreduce(8) == pytest.approx(2 * 3 * A + 2 * 7 / 8 * S / B)
+    assert hd_reduce_scatter(16) == pytest.approx(4 * A + 15 / 16 * S / B)
+    assert hd_allreduce(6) == pytest.approx((2 * 2 + 2) * A + (2 + 2 * 3 / 4) * S / B)
+    assert tree_broadcast(7) == pytest.approx(2 * (A + 2 * S / B))
+
+
+# ------------------------------------------------------------------ the paper's CXL system
+# Inside a server: XPU -> XPU switch -> XPU (two "xpu" links); between servers: XPU -> server
+# CXL switch -> rack CXL switch (-> top CXL switch -> rack CXL switch) -> server CXL switch ->
+# XPU ("cxl" links). Latencies come from the routes; bandwidths from Table 5. The g rings of
+# a server's local ranks all leave through its CXL switch's uplink: each flow gets B_cxl/g.
+XB, CB, CL = TABLE5["xpu"].bandwidth, TABLE5["cxl"].bandwidth, TABLE5["cxl"].latency
+
+
+def ring_phase(d: list[float], entry: list[float], steps: int) -> list[float]:
+    """A pipelined ring of hops d[i] (member i -> i+1, each alone on its links) entered at ``entry``.
+
+    Member i's step-j flow ends at F[j][i] = max(F[j-1][i], F[j-1][i-1]) + d[i]; a member
+    leaves once its last send and last receive have ended.
+    """
+    n = len(d)
+    f = [entry[i] + d[i] for i in range(n)]
+    for _ in range(steps - 1):
+        f = [max(f[i], f[i - 1]) + d[i] for i in range(n)]
+    return [max(f[i], f[i - 1]) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def cxl(paper_system):
+    def get(xpus: int):
+        topo, path = paper_system("cxl", xpus, servers_per_rack=2)
+        router = Router(topo)
+        return topo, path, TopologyView.of_topology(topo), lambda a, b: path_latency(topo, router.path(a, b))
+
+    return get
+
+
+@pytest.mark.parametrize("xpus", [16, 32])
+def test_hierarchical_and_2d_ring_on_the_paper_system(cxl, xpus):
+    """Phase by phase: intra-server rings on the XPU switch, then rings across servers over CXL."""
+    topo, path, view, lat = cxl(xpus)
+    xs = topo.xpus()
+    servers = view.by_server(xs)
+    m, g = len(servers), len(servers[0])
+    intra = lat(xs[0], xs[1]) + S / g / XB  # one intra-server ring step of S/g
+    rings = [[members[lo] for members in servers] for lo in range(g)]
+
+    def across(chunk: float, entry: float) -> float:
+        hops = [[lat(r[i], r[(i + 1) % m]) + chunk / (CB / g) for i in range(m)] for r in rings]
+        return max(max(ring_phase(d, [entry] * m, 2 * (m - 1))) for d in hops)
+
+    hierarchical = across(S / (g * m), (g - 1) * intra) + (g - 1) * intra
+    ring_2d = across(S / m, 2 * (g - 1) * intra)
+    assert run(path, "allreduce", "hierarchical", xs, S) == pytest.approx(hierarchical, rel=1e-9)
+    assert run(path, "allreduce", "ring_2d", xs, S) == pytest.approx(ring_2d, rel=1e-9)
+    if xpus == 16:  # two servers of one rack: every inter-server step costs the same, the closed forms
+        xl, ax = 2 * TABLE5["xpu"].latency, 4 * CL
+        assert hierarchical == pytest.approx(2 * (g - 1) * (xl + S / (g * XB)) + 2 * (m - 1) * (ax + S / (m * CB)))
+        assert ring_2d == pytest.approx(2 * (g - 1) * (xl + S / (g * XB)) + 2 * (m - 1) * (ax + g * S / (m * CB)))
+
+
+@pytest.mark.parametrize("xpus", [16, 32])
+def test_ring_topo_orders_a_shuffled_scope_by_server(cxl, xpus):
+    """A scope listed across servers: the topology-ordered ring crosses each server boundary once."""
+    topo, path, view, lat = cxl(xpus)
+    shuffled = topo.xpus()[::2] + topo.xpus()[1::2]
+    order = view.topology_order(shuffled)
+    n = len(order)
+    d = []
+    for i in range(n):
+        a, b = order[i], order[(i + 1) % n]
+        d.append(lat(a, b) + S / n / (XB if view.server(a) == view.server(b) else CB))
+    for kind, steps in (("allreduce", 2 * (n - 1)), ("reduce_scatter", n - 1), ("allgather", n - 1)):
+        want = max(ring_phase(d, [0.0] * n, steps))
+        assert run(path, kind, "ring_topo", shuffled, S) == pytest.approx(want, rel=1e-9)
+        assert run(path, kind, "ring_topo", shuffled, S, memoize=True) == pytest.approx(want, rel=1e-2)
+        assert run(path, kind, "ring", shuffled, S) > 1.5 * want
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_cxl_shared_memory_on_one_server(paper_system, n):
+    """Writes into the owners' CXL memories, then reads back: 2 (2 l + (N-1)/N S/B) on one CXL switch."""
+    topo, path = paper_system("cxl", 8)
+    xs = topo.xpus()[:n]
+    want = 2 * (2 * CL + (n - 1) / n * S / CB)
+    assert run(path, "allreduce", "cxl_shared_memory", xs, S) == pytest.approx(want, rel=1e-9)
