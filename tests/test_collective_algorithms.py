@@ -326,3 +326,73 @@ def test_cxl_shared_memory_on_one_server(paper_system, n):
     xs = topo.xpus()[:n]
     want = 2 * (2 * CL + (n - 1) / n * S / CB)
     assert run(path, "allreduce", "cxl_shared_memory", xs, S) == pytest.approx(want, rel=1e-9)
+
+
+def star_fluid(sch: Schedule, alpha: float, bandwidth: float) -> float:
+    """A reference independent of SimGrid: the schedule's flows on a star, max-min shared (equal weights).
+
+    A flow starts when the flows it waits for have ended, spends ``alpha`` in latency, then
+    shares its sender's uplink and its receiver's downlink (each ``bandwidth``) with the
+    flows in their bytes phase: rates by progressive filling, recomputed at every event.
+    """
+    n = len(sch.flows)
+    waits = [len(set(f.after)) for f in sch.flows]
+    released: list[list[int]] = [[] for _ in range(n)]
+    for i, f in enumerate(sch.flows):
+        for d in set(f.after):
+            released[d].append(i)
+    left = [max(1, round(f.nbytes)) for f in sch.flows]
+    latent = {i: alpha for i in range(n) if not waits[i]}  # flow -> latency left
+    active: set[int] = set()
+    now = done = 0
+    while done < n:
+        rate, ports = {}, {}
+        for i in active:
+            ports.setdefault(("up", sch.flows[i].src), set()).add(i)
+            ports.setdefault(("down", sch.flows[i].dst), set()).add(i)
+        cap = dict.fromkeys(ports, bandwidth)
+        while len(rate) < len(active):  # progressive filling
+            share, port = min((cap[p] / len(fs - rate.keys()), p) for p, fs in ports.items() if fs - rate.keys())
+            for i in ports[port] - rate.keys():
+                rate[i] = share
+                for p in (("up", sch.flows[i].src), ("down", sch.flows[i].dst)):
+                    cap[p] -= share
+        dt = min([left[i] / rate[i] for i in active] + list(latent.values()))
+        now += dt
+        ended = []
+        for i, r in rate.items():
+            left[i] -= r * dt
+            if left[i] <= 1e-6:
+                ended.append(i)
+        for i in list(latent):
+            latent[i] -= dt
+            if latent[i] <= 1e-18:
+                del latent[i]
+                active.add(i)
+        for i in ended:
+            active.discard(i)
+            done += 1
+            for j in released[i]:
+                waits[j] -= 1
+                if not waits[j]:
+                    latent[j] = alpha
+    return now
+
+
+@pytest.mark.parametrize("n", STAR_N)
+def test_double_binary_tree_on_a_star(star_platform, n):
+    """The two trees contend for ports: against the max-min fluid reference; hand-worked forms at N = 2, 3, 4."""
+    path, xs = star_platform(n)
+    got = run(path, "allreduce", "double_binary_tree", xs, S)
+    sch = build_schedule("allreduce", "double_binary_tree", xs, S)
+    assert got == pytest.approx(star_fluid(sch, A, B), rel=1e-9)
+    by_hand = {2: 2 * A + S / B, 3: 4 * A + 2 * S / B, 4: 4 * A + 3 * S / B}
+    if n in by_hand:
+        assert got == pytest.approx(by_hand[n], rel=1e-9)
+
+
+@pytest.mark.parametrize(("kind", "name"), [("reduce", "binary_tree"), ("allreduce", "halving_doubling")])
+def test_the_fluid_reference_agrees_with_the_closed_forms(kind, name):
+    for n in (5, 8, 16):
+        sch = build_schedule(kind, name, ranks(n), S)
+        assert star_fluid(sch, A, B) == pytest.approx(STAR_FORMS[kind, name](n), rel=1e-9)
