@@ -419,3 +419,35 @@ def test_the_fluid_reference_agrees_with_the_closed_forms(kind, name):
     for n in (5, 8, 16):
         sch = build_schedule(kind, name, ranks(n), S)
         assert star_fluid(sch, A, B) == pytest.approx(STAR_FORMS[kind, name](n), rel=1e-9)
+
+
+def test_servers_of_unequal_size_fall_back_to_the_topology_ordered_ring():
+    rs = ranks(6)
+    view = TopologyView({r: f"r0/s{i // 4}" for i, r in enumerate(rs)})  # servers of 4 and 2
+    for name in ("hierarchical", "ring_2d"):
+        sch = build_schedule("allreduce", name, rs[::-1], 6e6, view)
+        assert len(sch.flows) == 2 * 5 * 6 and sch.steps == 10
+
+
+@pytest.mark.xfail(strict=True, reason="SimGrid's lazy LMM update (network/optim: Lazy, the default) keeps stale rates")
+def test_simgrid_default_solver_shares_a_port_max_min(star_platform, star_full_lmm):
+    """Six 512 KiB flows on star(4); 0->1 and 3->1 share xpu1's downlink (B/2 each, 2x), yet end at 1.5x."""
+    path, xs = star_platform(4)
+    full, _ = star_full_lmm(4)
+    assert star_fluid(six_flows(xs, 0, TopologyView()), A, B) == pytest.approx(A + 3 * 2**19 / B)
+    w = Workload()
+    w.add_comm("c", 1, "allreduce", xs, algorithm="test_collective_algorithms:six_flows", is_start=True)
+    ends = {p: [] for p in (path, full)}
+    for p in ends:
+        r = simulate(p, w)
+        ends[p] = sorted((f[0][-1], f[1][-1], round((f[4] - f[3] - A) * B / 2**19, 6)) for f in r.flows)
+    assert ("0", "1", 2.0) in ends[full]
+    assert ends[path] == ends[full]
+
+
+def six_flows(ranks, nbytes, view):
+    """The six flows of the test above, at once."""
+    s = Schedule("allreduce", ranks)
+    for a, b in [(2, 0), (0, 2), (3, 2), (1, 2), (3, 1), (0, 1)]:
+        s.add(ranks[a], ranks[b], 2**19)
+    return s
