@@ -26,8 +26,12 @@ rank 2k+1 its result (allreduce: S; reduce-scatter: its S/N slice; allgather:
 (N-1)/N S). The allreduce cuts the data into p equal pieces, so for N not a power of
 two it takes (2 log2(p) + 2) alpha + (2 + 2 (p-1)/p) S/B; its coherent half has no
 post-step: (log2(p) + 1) alpha + (1 + (p-1)/p) S/B. Reduce-scatter and allgather keep
-one piece per rank (S/N each; an active rank standing for two ranks holds two), so
-their exchanges are uneven and their time is the longest dependency path.
+one slice per rank (S/N each; an active rank standing for two ranks holds two), so
+their exchanges are uneven; the slowest chain is that of the rank standing for ranks 0
+and 1, which at distance m sends m + min(r, m) slices: the exchanges take
+sum over m = p/2, ..., 1 of (alpha + (m + min(r, m)) S/(N B)), plus, for reduce-scatter,
+alpha + S/B before and alpha + S/(N B) after; for allgather alpha + S/(N B) before and
+alpha + (N-1)/N S/B after.
 """
 
 from __future__ import annotations
