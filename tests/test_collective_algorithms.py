@@ -451,3 +451,11 @@ def six_flows(ranks, nbytes, view):
     for a, b in [(2, 0), (0, 2), (3, 2), (1, 2), (3, 1), (0, 1)]:
         s.add(ranks[a], ranks[b], 2**19)
     return s
+
+
+@pytest.mark.parametrize("kind, name", ALGORITHMS)
+def test_every_algorithm_runs_under_the_fast_path(cxl, kind, name):
+    """--fast (memoize): ring_topo runs as a memoized ring, the others flow by flow; within 1% of exact."""
+    topo, path, _, _ = cxl(16)
+    exact = run(path, kind, name, topo.xpus(), 64e6)
+    assert run(path, kind, name, topo.xpus(), 64e6, memoize=True) == pytest.approx(exact, rel=1e-2)
