@@ -11,6 +11,10 @@ incoming ones its downlink):
 * ``direct`` allreduce: the direct reduce-scatter, then the direct allgather; rank j
   sends its reduced slice once it has received all N-1 contributions to it:
   2 alpha + 2 (N-1)/N S/B.
+
+Cost of the model: the direct allreduce's N(N-1) allgather flows each wait for the N-1
+reduce-scatter flows into their sender, N^2 (N-1) dependencies (a schedule has no join
+of many flows): its plan takes seconds at 256 ranks and minutes at 1024.
 """
 
 from __future__ import annotations
