@@ -153,7 +153,7 @@ def build_plan(
     """The engine's flow plan of a communication vertex (see :class:`Algorithm` for ``group`` and ``compact``)."""
     alg = algorithm(kind, name)
     if alg.ring:
-        return alg.plan(kind, name, ranks, nbytes, group, compact=compact)  # type: ignore[misc]
+        return alg.plan(kind, name, ranks, nbytes, group, compact=compact, view=view)  # type: ignore[misc]
     if group is not None and group != len(ranks):
         raise HcsimError(
             f"algorithm {name!r} cannot stand for a group of {group} ranks with {len(ranks)} (a folded run): "

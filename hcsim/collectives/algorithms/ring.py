@@ -18,10 +18,24 @@ folded run: ``group``; see :mod:`hcsim.platform.folding`).
 
 from __future__ import annotations
 
-from hcsim.collectives.plans import plan as ring_plan
+from hcsim.collectives.plans import FlowPlan
+from hcsim.collectives.plans import plan as list_order_plan
 from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
 from hcsim.collectives.view import TopologyView
+
+
+def ring_plan(
+    kind: str,
+    algorithm: str,
+    scope: list[str],
+    nbytes: float,
+    group: int | None = None,
+    compact: bool = False,
+    view: TopologyView | None = None,
+) -> FlowPlan:
+    """The ring plan of :func:`hcsim.collectives.plans.plan` (a ring in list order needs no view)."""
+    return list_order_plan(kind, algorithm, scope, nbytes, group, compact)
 
 
 def _ring(kind: str, ranks: list[str], nbytes: float, phases: list[int]) -> Schedule:

@@ -1,0 +1,169 @@
+"""Tree algorithms: binary-tree broadcast and reduce, NCCL's double binary tree allreduce.
+
+Over N ranks, S bytes per rank, on a non-blocking star (alpha: rank-to-rank latency,
+B: port bandwidth; a node's flows to its two children share its uplink, its children's
+flows to it share its downlink):
+
+* ``binary_tree`` broadcast: whole messages, store and forward. The ranks in list order
+  form a heap (rank i's children are 2i+1 and 2i+2; the root is the first rank); a node
+  sends S to its children at once once it has received S. Time: the slowest
+  root-to-leaf path, where each node on it with c children adds alpha + c S/B: for
+  N = 2^k - 1, (k-1)(alpha + 2 S/B);
+* ``binary_tree`` reduce: the same tree reversed, whole messages: a node sends S to its
+  parent once all its children's flows have arrived. Two siblings that send at the same
+  time share the parent's downlink (alpha + 2 S/B each); one that starts later shares it
+  only while both are moving bytes (max-min: B/2 each, B alone);
+* ``double_binary_tree`` allreduce (NCCL): two trees, each reducing then broadcasting one
+  half of the data (S/2): NCCL's ``ncclGetBtree`` (rank 0 the root, leaves the odd
+  ranks) and its complement (the mirror r -> N-1-r for N even, the shift r -> r+1 for
+  N odd), so that most ranks are leaves in one tree and inner nodes in the other.
+  Pipelined as NCCL does: each half is cut into c chunks of at most 512 KiB (NCCL's
+  4 MiB buffer in 8 steps; c at most 64, :func:`tree_chunks`). Chunk k goes up an edge
+  once the node has chunk k from all its children and has sent chunk k-1 up that edge;
+  it goes down an edge once the node has the reduced chunk k (the root: from all its
+  children) and has sent chunk k-1 down that edge. Both trees run at once and contend
+  where their flows share a port, so the time is max-min sharing over the dependency
+  graph (tests: a fluid reference). Whole halves (c = 1): N = 2: 2 alpha + S/B;
+  N = 3 (both trees are chains): 4 alpha + 2 S/B; N = 4: 4 alpha + 3 S/B. N = 2 with c
+  chunks of x = S/(2c B) each: (c+1) alpha + 2 c x.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hcsim.collectives.registry import register
+from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.view import TopologyView
+
+
+def heap_parent(n: int, i: int) -> int:
+    """Parent of node i in the heap-ordered binary tree over n nodes (-1 for the root)."""
+    return (i - 1) // 2 if i else -1
+
+
+def btree_parent(n: int, rank: int) -> int:
+    """Parent of ``rank`` in NCCL's binary tree over n ranks (``ncclGetBtree``; -1 for rank 0, the root)."""
+    if rank == 0:
+        return -1
+    bit = 1
+    while bit < n and not bit & rank:
+        bit <<= 1
+    up = (rank ^ bit) | (bit << 1)
+    return up if up < n else rank ^ bit
+
+
+def dtree_parents(n: int) -> tuple[list[int], list[int]]:
+    """Parents in NCCL's two complementary trees (``ncclGetDtree``): the btree, and its mirror or shift."""
+    first = [btree_parent(n, r) for r in range(n)]
+    if n % 2:
+        second = [-1 if (u := btree_parent(n, (r - 1) % n)) < 0 else (u + 1) % n for r in range(n)]
+    else:
+        second = [-1 if (u := btree_parent(n, n - 1 - r)) < 0 else n - 1 - u for r in range(n)]
+    return first, second
+
+
+def _depth_order(parent: list[int]) -> list[int]:
+    """Nodes ordered root first, each after its parent."""
+    depth = {}
+
+    def d(i: int) -> int:
+        if i not in depth:
+            depth[i] = 0 if parent[i] < 0 else d(parent[i]) + 1
+        return depth[i]
+
+    return sorted(range(len(parent)), key=d)
+
+
+def _up(
+    s: Schedule, ranks: list[str], parent: list[int], nbytes: float, shards: list[int], previous: dict | None = None
+) -> list[list[int]]:
+    """Every node sends to its parent once its children's flows have arrived; returns the flows into each node.
+
+    ``previous``: node -> its flow up of the previous chunk, which this one follows on the edge (updated).
+    """
+    into: list[list[int]] = [[] for _ in ranks]
+    for i in reversed(_depth_order(parent)):
+        if parent[i] >= 0:
+            after = into[i] + ([previous[i]] if previous and i in previous else [])
+            f = s.add(ranks[i], ranks[parent[i]], nbytes, after, shards=shards)
+            into[parent[i]].append(f)
+            if previous is not None:
+                previous[i] = f
+    return into
+
+
+def _down(
+    s: Schedule,
+    ranks: list[str],
+    parent: list[int],
+    nbytes: float,
+    shards: list[int],
+    root_after: list[int],
+    previous: dict | None = None,
+) -> None:
+    """Every node sends to its children once it has the data (the root: after ``root_after``); ``previous``: as _up."""
+    got: dict[int, list[int]] = {}
+    for i in _depth_order(parent):
+        if parent[i] >= 0:
+            after = got.get(parent[i], root_after) + ([previous[i]] if previous and i in previous else [])
+            got[i] = [s.add(ranks[parent[i]], ranks[i], nbytes, after, shards=shards)]
+            if previous is not None:
+                previous[i] = got[i][0]
+
+
+@register("broadcast", "binary_tree")
+def binary_tree_broadcast(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """Binary-tree broadcast from the first rank: each node sends S to its two children once it has S."""
+    n = len(ranks)
+    s = Schedule("broadcast", ranks, shards=1, steps=max(0, (n).bit_length() - 1))
+    _down(s, ranks, [heap_parent(n, i) for i in range(n)], nbytes, [0], [])
+    return s
+
+
+@register("reduce", "binary_tree")
+def binary_tree_reduce(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """Binary-tree reduce to the first rank: each node sends S to its parent once its children's have arrived."""
+    n = len(ranks)
+    s = Schedule("reduce", ranks, shards=1, steps=max(0, (n).bit_length() - 1))
+    _up(s, ranks, [heap_parent(n, i) for i in range(n)], nbytes, [0])
+    return s
+
+
+#: NCCL's pipelining unit for trees (its 4 MiB buffer in 8 steps), and the most chunks a half is cut into
+TREE_CHUNK = 512 * 1024
+TREE_MAX_CHUNKS = 64
+
+
+def tree_chunks(nbytes: float) -> int:
+    """Chunks each tree's half (S/2) is pipelined in: S/2 in 512 KiB pieces, 1 to 64."""
+    return min(TREE_MAX_CHUNKS, max(1, math.ceil(nbytes / 2 / TREE_CHUNK)))
+
+
+@register("allreduce", "double_binary_tree")
+def double_binary_tree(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """NCCL's double binary tree allreduce: two complementary trees each reduce and broadcast half the data."""
+    n = len(ranks)
+    c = tree_chunks(nbytes)
+    s = Schedule("allreduce", ranks, shards=2 * c)  # shard t*c + k: chunk k of tree t's half
+    if n < 2:
+        return s
+    depth = 0
+    for t, parent in enumerate(dtree_parents(n)):
+        root = parent.index(-1)
+        up: dict[int, int] = {}
+        down: dict[int, int] = {}
+        for k in range(c):
+            into = _up(s, ranks, parent, nbytes / (2 * c), [t * c + k], up)
+            _down(s, ranks, parent, nbytes / (2 * c), [t * c + k], into[root], down)
+        depth = max(depth, max(len(_chain_up(parent, i)) for i in range(n)))
+    s.steps = 2 * (depth + c - 1)
+    return s
+
+
+def _chain_up(parent: list[int], i: int) -> list[int]:
+    out = []
+    while parent[i] >= 0:
+        i = parent[i]
+        out.append(i)
+    return out
