@@ -114,3 +114,14 @@ def test_bad_input_is_one_line_and_writes_nothing(capsys, tmp_path, argv):
 def test_needs_a_platform(capsys):
     code, _, err = run(capsys, "--sizes", "1KiB")
     assert code == 2 and err.count("\n") == 1
+
+
+def test_sweep_experiment_matches_the_command(capsys):
+    from hcsim.sweep.experiments import collective
+
+    row = collective("ring", 4, "allreduce", "ring", "1MiB")
+    code, out, _ = run(capsys, "--system", "ring", "--xpus", "4", "--algorithm", "ring", "--sizes", "1MiB", "--json")
+    (cmd,) = json.loads(out)["rows"]
+    assert row["exact"] and row["time_us"] == cmd["time_us"] and row["busbw_gbps"] == cmd["busbw_gbps"]
+    ft = collective("fattree", 8, "allreduce", "ring", "1MiB")  # the first 8 XPUs of a k=4 fat tree
+    assert ft["time_us"] > 0 and not ft["coherent"]
