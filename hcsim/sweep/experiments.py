@@ -115,8 +115,8 @@ def collective(
     ``system``: cxl, noncoherent, ring, star, or fattree (the smallest k-ary fat tree
     with at least ``xpus`` XPUs; the collective runs over its first ``xpus``). Exact by
     default, on a platform compiled once per process; ``fast`` folds and memoizes the
-    ring algorithms (:func:`hcsim.engine.simulate_system`, within 1% of exact), and is
-    ignored for the others (they run exact).
+    ring algorithms on the paper systems (:func:`hcsim.engine.simulate_system`, within 1%
+    of exact; the fold needs their server zones), and is ignored elsewhere (exact).
     """
     from hcsim.collectives import algorithm as lookup
     from hcsim.collectives.bench import busbw_factor, measure
@@ -126,7 +126,7 @@ def collective(
     topo = _collective_topology(system, xpus, mix, cxl_bandwidth, cxl_latency)
     coherent = is_coherent(topo)
     ranks = topo.xpus()[:xpus]
-    if fast and lookup(kind, algorithm).ring and len(ranks) == len(topo.xpus()):
+    if fast and system in ("cxl", "noncoherent") and lookup(kind, algorithm).ring:
         from hcsim.engine import simulate_system
         from hcsim.workload import Workload
 
