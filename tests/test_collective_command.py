@@ -125,3 +125,14 @@ def test_sweep_experiment_matches_the_command(capsys):
     assert row["exact"] and row["time_us"] == cmd["time_us"] and row["busbw_gbps"] == cmd["busbw_gbps"]
     ft = collective("fattree", 8, "allreduce", "ring", "1MiB")  # the first 8 XPUs of a k=4 fat tree
     assert ft["time_us"] > 0 and not ft["coherent"]
+
+
+def test_platform_file_and_ranks(capsys, tmp_path):
+    xml = str(tmp_path / "ring8.xml")
+    assert main(["platform", "build", "ring", "--xpus", "8", "--link-latency", "1us", "-o", xml]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "--platform", xml, "--ranks", "4", "--algorithm", "ring", "--sizes", "1KiB", "--json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and row["ranks"] == 4
+    # 4 ranks of an 8-ring: the hop from rank 3 back to rank 0 takes the short way, 3 links, and each step waits for it
+    assert row["time_us"] * 1e-6 == pytest.approx(2 * 3 * (3e-6 + 256 / 128e9), rel=1e-9)
