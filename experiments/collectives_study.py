@@ -73,13 +73,14 @@ def _plot_busbw(table: list[dict], scales: list[int], path: str) -> None:
     fig, axes = plt.subplots(
         len(SYSTEMS), len(scales), figsize=(3.2 * len(scales), 2.6 * len(SYSTEMS)), dpi=110, squeeze=False
     )
+    colors = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(t["algorithm"] for t in table))}
     for i, system in enumerate(SYSTEMS):
         for j, xpus in enumerate(scales):
             ax = axes[i][j]
             at = [t for t in table if t["system"] == system and t["xpus"] == xpus]
             for name in dict.fromkeys(t["algorithm"] for t in at):
                 pts = sorted((t["size_bytes"], t["busbw_gbps"]) for t in at if t["algorithm"] == name)
-                ax.plot(*zip(*pts, strict=True), marker="o", ms=3, label=name)
+                ax.plot(*zip(*pts, strict=True), marker="o", ms=3, color=colors[name], label=name)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_title(f"{system}, {xpus} XPUs", fontsize=8)
@@ -89,7 +90,7 @@ def _plot_busbw(table: list[dict], scales: list[int], path: str) -> None:
                 ax.set_xlabel("size S (bytes)", fontsize=7)
             if j == 0:
                 ax.set_ylabel("busbw (GB/s)", fontsize=7)
-            if i == 0 and j == 0:
+            if j == 0:
                 ax.legend(fontsize=6)
     fig.suptitle("Allreduce busbw (nccl-tests definition) by algorithm", fontsize=9)
     fig.tight_layout()
