@@ -55,12 +55,15 @@ def test_ring_allreduce_matches_closed_form_and_definitions(capsys):
 
 
 def test_all_runs_every_registered_allreduce(capsys, tmp_path):
-    code, out, _ = run(capsys, *RING, "--coherent", "--algorithm", "all", "--sizes", "64KiB", "--json")
+    cxl = ["--system", "cxl", "--xpus", "8"]  # one server: every registered allreduce applies
+    code, out, _ = run(capsys, *cxl, "--algorithm", "all", "--sizes", "64KiB", "--json")
     assert code == 0
-    assert [r["algorithm"] for r in json.loads(out)["rows"]] == list(names("allreduce"))
+    rows = json.loads(out)["rows"]
+    assert [r["algorithm"] for r in rows] == list(names("allreduce"))
+    assert sum(r["best"] for r in rows) == 1
     coherent_only = [a for a in names("allreduce") if algorithm("allreduce", a).coherent]
-    assert coherent_only  # coherent_ring
-    code, out, _ = run(capsys, *RING, "--algorithm", "all", "--sizes", "64KiB")
+    assert coherent_only  # coherent_ring at least
+    code, out, _ = run(capsys, "--system", "noncoherent", "--xpus", "8", "--algorithm", "all", "--sizes", "64KiB")
     assert code == 0
     for a in coherent_only:
         assert f"note: skipped {a}" in out
