@@ -11,7 +11,8 @@ Exact runs at 1024 XPUs can take minutes (a ring allreduce is 2 x 1023 x 1024 fl
 The script runs each algorithm at the ``--scales`` below ``--xpus`` first and skips
 the exact run at a scale where the last one, extrapolated by the square of the scale
 (flows grow as N^2), would exceed ``--budget`` seconds, printing what it measured and
-the estimate instead.
+the estimate instead (and skips it at the larger scales after a failed run, which is
+printed as a row).
 
     python experiments/bench_collectives.py                       # 1024 XPUs, 256 MiB
     python experiments/bench_collectives.py --xpus 256 --scales 64
@@ -35,6 +36,7 @@ def main() -> None:
 
     from hcsim.collectives import algorithm, names
     from hcsim.collectives.bench import measure
+    from hcsim.errors import HcsimError
     from hcsim.platform import compile_platform, cxl_system
     from hcsim.sweep.experiments import collective
     from hcsim.units import parse_bytes
@@ -56,16 +58,23 @@ def main() -> None:
             for n in scales:
                 row = {"algorithm": name, "xpus": n}
                 estimate = None if last is None else last[1] * (n / last[0]) ** 2
-                if estimate is not None and estimate > args.budget:
+                if last is not None and last[1] == float("inf"):
+                    row.update(exact_wall_s=None, exact_note=f"skipped: failed at {last[0]} XPUs")
+                elif estimate is not None and estimate > args.budget:
                     row.update(exact_wall_s=None, exact_note=f"skipped: estimated {estimate:.0f} s")
                 else:
                     path, ranks = platforms[n]
                     t0 = time.perf_counter()
-                    r = measure(path, ranks, "allreduce", name, nbytes, coherent=True)
-                    wall = time.perf_counter() - t0
-                    last = (n, wall)
-                    row.update(exact_wall_s=wall, exact_loop_s=r["wall_s"], exact_activities=r["activities"])
-                    row["time_us"] = r["time_us"]
+                    try:
+                        r = measure(path, ranks, "allreduce", name, nbytes, coherent=True)
+                    except HcsimError as e:  # a failed run is a row, not the end of the table
+                        last = (n, float("inf"))
+                        row.update(exact_wall_s=None, exact_note=f"failed: {str(e)[:80]}")
+                    else:
+                        wall = time.perf_counter() - t0
+                        last = (n, wall)
+                        row.update(exact_wall_s=wall, exact_loop_s=r["wall_s"], exact_activities=r["activities"])
+                        row["time_us"] = r["time_us"]
                 if alg.ring:
                     t0 = time.perf_counter()
                     f = collective("cxl", n, "allreduce", name, nbytes, fast=True)
@@ -89,7 +98,7 @@ def _fmt(x: object, spec: str) -> str:
 
 
 def _line(row: dict) -> str:
-    parts = [f"{row['algorithm']:>16} {row['xpus']:>5} XPUs: {row['time_us']:.1f} us simulated"]
+    parts = [f"{row['algorithm']:>16} {row['xpus']:>5} XPUs: {_fmt(row.get('time_us'), '.1f')} us simulated"]
     if row.get("exact_wall_s") is not None:
         parts.append(f"exact {row['exact_wall_s']:.2f} s wall, {row['exact_activities']} activities")
     else:
