@@ -7,6 +7,7 @@ Each package registers its own subcommands: a module ``commands.py`` with
 =============================  ===========================================
 ``hcsim platform ...``         :mod:`hcsim.platform.commands`
 ``hcsim run``                  :mod:`hcsim.engine.commands`
+``hcsim collective``           :mod:`hcsim.collectives.commands`
 ``hcsim sweep``                :mod:`hcsim.sweep.commands`
 ``hcsim serve`` (``queue``)    :mod:`hcsim.frontends.serve_commands`
 ``hcsim cluster``              :mod:`hcsim.frontends.cluster.commands`
@@ -38,6 +39,7 @@ from hcsim.errors import HcsimError
 COMMAND_MODULES = (
     "hcsim.platform.commands",
     "hcsim.engine.commands",
+    "hcsim.collectives.commands",
     "hcsim.sweep.commands",
     "hcsim.frontends.serve_commands",
     "hcsim.frontends.cluster.commands",

@@ -46,6 +46,7 @@ __all__ = [
     "ring",
     "star",
     "leaf_spine",
+    "fat_tree",
     "parse_mix",
     "XPUS_PER_SERVER",
     "SERVERS_PER_RACK",
@@ -312,4 +313,54 @@ def leaf_spine(
             topo.add_xpu(name, xpu, zone=zone, rank=rank)
             rank += 1
             topo.add_link(name, ls, host.bandwidth, host.latency, link_kind="ethernet")
+    return topo
+
+
+def fat_tree(
+    k: int,
+    xpu: str | Device = "H100",
+    host_link: object = ("12.5GBps", "5us"),
+    fabric_link: object = ("12.5GBps", "5us"),
+) -> Topology:
+    """Three-level k-ary fat tree (Al-Fares et al., SIGCOMM 2008): k pods, k^3/4 XPUs.
+
+    Pod p has k/2 edge and k/2 aggregation switches, every edge switch joined to every
+    aggregation switch of its pod, each edge switch to k/2 XPUs; aggregation switch a of
+    every pod joins the k/2 core switches ``core{a}.{j}``. Each edge switch and its XPUs
+    are a zone (``p{p}e{e}``) whose gateway is the edge switch; aggregation and core
+    switches are in the root zone. Routes are latency-weighted shortest paths (2 links
+    under one edge switch, 4 within a pod, 6 across pods), one per pair, ties broken by
+    name as everywhere in hcsim (single path: no ECMP spreading). XPU ranks run edge by
+    edge, pod by pod.
+    """
+    _check_count(k, "fat-tree arity k", 2)
+    if k % 2:
+        raise HcsimError(f"fat-tree arity k {k} is invalid (valid: an even integer >= 2)")
+    host = LinkSpec.of(*host_link, what="host link")  # type: ignore[misc]
+    fabric = LinkSpec.of(*fabric_link, what="fabric link")  # type: ignore[misc]
+    h = k // 2
+    topo = Topology(name=f"fattree-k{k}", system="fattree")
+    pw, hw = len(str(k - 1)), len(str(h - 1))
+    for a in range(h):
+        for j in range(h):
+            topo.add_switch(f"core{a:0{hw}d}.{j:0{hw}d}", "core")
+    rank = 0
+    for p in range(k):
+        aggs = [f"p{p:0{pw}d}.agg{a:0{hw}d}" for a in range(h)]
+        for a, agg in enumerate(aggs):
+            topo.add_switch(agg, "core")  # aggregation layer
+            for j in range(h):
+                topo.add_link(agg, f"core{a:0{hw}d}.{j:0{hw}d}", fabric.bandwidth, fabric.latency, link_kind="ethernet")
+        for e in range(h):
+            zone = f"p{p:0{pw}d}e{e:0{hw}d}"
+            es = f"{zone}.switch"
+            topo.add_switch(es, "tor", zone=zone)
+            topo.set_gateway(zone, es)
+            for agg in aggs:
+                topo.add_link(es, agg, fabric.bandwidth, fabric.latency, link_kind="ethernet")
+            for x in range(h):
+                name = f"{zone}.xpu{x:0{hw}d}"
+                topo.add_xpu(name, xpu, zone=zone, rank=rank)
+                rank += 1
+                topo.add_link(name, es, host.bandwidth, host.latency, link_kind="ethernet")
     return topo

@@ -13,7 +13,7 @@ from typing import Any
 
 from hcsim.units import parse_bytes
 
-__all__ = ["allreduce", "cluster_policy", "llama2_13b", "transfer", "synthetic"]
+__all__ = ["allreduce", "cluster_policy", "collective", "llama2_13b", "transfer", "synthetic"]
 
 
 def _system(system: str, xpus: int, mix: str, cxl_bandwidth: str, cxl_latency: str):  # noqa: ANN202
@@ -58,6 +58,102 @@ def allreduce(
         "busiest_utilization": top.get("mean_utilization"),
         "wall_s": r.wall_seconds,
     }
+
+
+_PLATFORMS: dict[tuple, str] = {}  # compiled platforms of this process, by what built them
+_PLATFORM_DIR: Any = None
+
+
+def _fat_tree_for(xpus: int):  # noqa: ANN202
+    """The smallest k-ary fat tree (k even) with at least ``xpus`` XPUs."""
+    from hcsim.platform.builders import fat_tree
+
+    k = 2
+    while k**3 // 4 < xpus:
+        k += 2
+    return fat_tree(k)
+
+
+def _collective_topology(system: str, xpus: int, mix: str, cxl_bandwidth: str, cxl_latency: str):  # noqa: ANN202
+    if system == "fattree":
+        return _fat_tree_for(xpus)
+    if system == "star":
+        from hcsim.platform import builders
+
+        return builders.star(xpus, mix)
+    return _system(system, xpus, mix, cxl_bandwidth, cxl_latency)
+
+
+def _compiled(key: tuple, topo) -> str:  # noqa: ANN001
+    """A platform file for ``topo``, compiled once per process (sweeps run many sizes on one system)."""
+    global _PLATFORM_DIR
+    if key not in _PLATFORMS:
+        from hcsim.platform import compile_platform
+
+        if _PLATFORM_DIR is None:
+            _PLATFORM_DIR = tempfile.TemporaryDirectory(prefix="hcsim-collective-")
+        path = os.path.join(_PLATFORM_DIR.name, f"p{len(_PLATFORMS)}.xml")
+        compile_platform(topo, path)
+        _PLATFORMS[key] = path
+    return _PLATFORMS[key]
+
+
+def collective(
+    system: str = "cxl",
+    xpus: int = 16,
+    kind: str = "allreduce",
+    algorithm: str = "ring",
+    nbytes: str | float = "64MiB",
+    iterations: int = 1,
+    mix: str = "H100",
+    cxl_bandwidth: str = "128GBps",
+    cxl_latency: str = "200ns",
+    fast: bool = False,
+) -> dict[str, Any]:
+    """One collective over ``xpus`` ranks (nccl-tests' time, algbw, busbw; see :mod:`hcsim.collectives.bench`).
+
+    ``system``: cxl, noncoherent, ring, star, or fattree (the smallest k-ary fat tree
+    with at least ``xpus`` XPUs; the collective runs over its first ``xpus``). Exact by
+    default, on a platform compiled once per process; ``fast`` folds and memoizes the
+    ring algorithms on the paper systems (:func:`hcsim.engine.simulate_system`, within 1%
+    of exact; the fold needs their server zones), and is ignored elsewhere (exact).
+    """
+    from hcsim.collectives import algorithm as lookup
+    from hcsim.collectives.bench import busbw_factor, measure
+    from hcsim.engine import is_coherent
+
+    size = int(parse_bytes(nbytes))
+    topo = _collective_topology(system, xpus, mix, cxl_bandwidth, cxl_latency)
+    coherent = is_coherent(topo)
+    ranks = topo.xpus()[:xpus]
+    if fast and system in ("cxl", "noncoherent") and lookup(kind, algorithm).ring:
+        from hcsim.engine import simulate_system
+        from hcsim.workload import Workload
+
+        def factory(rs: list[str], group: int | None = None) -> Workload:
+            w = Workload(name=f"{kind}-{algorithm}", ranks=list(rs))
+            extra = {} if group is None else {"group": group}
+            w.add_comm(kind, size, kind, list(rs), algorithm=algorithm, is_start=True, **extra)
+            return w
+
+        r = simulate_system(topo, factory, iterations, coherent=coherent, fast=True, record_flows=False, progress=False)
+        t = r.makespan / iterations
+        algbw = size / t / 1e9
+        return {
+            "time_us": t * 1e6,
+            "algbw_gbps": algbw,
+            "busbw_gbps": algbw * busbw_factor(kind, len(ranks)),
+            "activities": r.activities,
+            "coherent": coherent,
+            "exact": False,
+            "wall_s": r.wall_seconds,
+        }
+    key = (system, xpus if system != "fattree" else len(topo.xpus()), mix, cxl_bandwidth, cxl_latency)
+    path = _compiled(key, topo)
+    row = measure(path, ranks, kind, algorithm, size, iterations=iterations, coherent=coherent)
+    out = {k: row[k] for k in ("time_us", "algbw_gbps", "busbw_gbps", "activities")}
+    out.update(coherent=coherent, exact=True, wall_s=row["wall_s"])
+    return out
 
 
 def llama2_13b(

@@ -1,0 +1,175 @@
+"""Allreduce algorithms x sizes x scales on the CXL, non-coherent and fat-tree systems; then LLaMA2-13B per algorithm.
+
+Part 1 runs every registered allreduce algorithm (``hcsim.collectives.names``: new
+ones join the study by registering; the coherent-only ones run on the CXL system
+alone) over sizes 1 KiB..4 GiB at each scale, through the sweep layer
+(``hcsim.sweep.experiments:collective``), and reports nccl-tests' time, algbw and
+busbw. Part 2 trains LLaMA2-13B (data parallel) with each allreduce algorithm on the
+CXL and non-coherent systems (batch/s). Writes ``results/collectives_study.{jsonl,csv,png}``
+and ``results/collectives_llama.{jsonl,csv,png}`` (``_quick`` with ``--quick``).
+
+Exactness: every point is exact (real contending flows) except the ring algorithms
+at 256 XPUs and more in the full run, which fold and memoize (``fast``, within 1%
+of exact; the ``exact`` column says which). The fat tree is the smallest k-ary one
+with at least the scale's XPUs (k = 4, 8, 16 for 8..16, 64..128, 256..1024); the
+collective runs over its first XPUs.
+
+    python experiments/collectives_study.py --quick      # 8 and 16 XPUs, a few sizes (~1 minute)
+    python experiments/collectives_study.py -j 2         # full
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from hcsim.outputs import save_figure, write_csv
+from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
+
+SYSTEMS = ("cxl", "noncoherent", "fattree")
+FULL_SIZES = [f"{2**k}KiB" if k < 10 else f"{2 ** (k - 10)}MiB" if k < 20 else f"{2 ** (k - 20)}GiB" for k in range(23)]
+QUICK_SIZES = ["1KiB", "32KiB", "1MiB", "32MiB", "1GiB", "4GiB"]
+
+
+def _applies(system: str, kind: str, name: str) -> bool:
+    from hcsim.collectives import algorithm
+
+    return system == "cxl" or not algorithm(kind, name).coherent
+
+
+def collective_points(scales: list[int], sizes: list[str], fast_from: int) -> list[dict]:
+    from hcsim.collectives import algorithm, names
+
+    pts = []
+    for system in SYSTEMS:
+        for xpus in scales:
+            for name in names("allreduce"):
+                if not _applies(system, "allreduce", name):
+                    continue
+                fast = algorithm("allreduce", name).ring and xpus >= fast_from
+                for size in sizes:
+                    pts.append({"system": system, "xpus": xpus, "algorithm": name, "nbytes": size, "fast": fast})
+    return pts
+
+
+def llama_points(scales: list[int]) -> list[dict]:
+    from hcsim.collectives import algorithm, names
+
+    return [
+        {"system": system, "xpus": xpus, "algorithm": name, "fast": algorithm("allreduce", name).ring}
+        for system in ("cxl", "noncoherent")
+        for xpus in scales
+        for name in names("allreduce")
+        if _applies(system, "allreduce", name)
+    ]
+
+
+def _plot_busbw(table: list[dict], scales: list[int], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        len(SYSTEMS), len(scales), figsize=(3.2 * len(scales), 2.6 * len(SYSTEMS)), dpi=110, squeeze=False
+    )
+    colors = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(t["algorithm"] for t in table))}
+    for i, system in enumerate(SYSTEMS):
+        for j, xpus in enumerate(scales):
+            ax = axes[i][j]
+            at = [t for t in table if t["system"] == system and t["xpus"] == xpus]
+            for name in dict.fromkeys(t["algorithm"] for t in at):
+                pts = sorted((t["size_bytes"], t["busbw_gbps"]) for t in at if t["algorithm"] == name)
+                ax.plot(*zip(*pts, strict=True), marker="o", ms=3, color=colors[name], label=name)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{system}, {xpus} XPUs", fontsize=8)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.tick_params(labelsize=6)
+            if i == len(SYSTEMS) - 1:
+                ax.set_xlabel("size S (bytes)", fontsize=7)
+            if j == 0:
+                ax.set_ylabel("busbw (GB/s)", fontsize=7)
+            if j == 0:
+                ax.legend(fontsize=6)
+    fig.suptitle("Allreduce busbw (nccl-tests definition) by algorithm", fontsize=9)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def _plot_llama(table: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for system, name in dict.fromkeys((t["system"], t["algorithm"]) for t in table):
+        pts = sorted((t["xpus"], t["batches_per_s"]) for t in table if t["system"] == system and t["algorithm"] == name)
+        ax.plot(*zip(*pts, strict=True), marker="o", label=f"{system}, {name}")
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="XPUs", ylabel="batches / s", title="LLaMA2-13B data parallel, by allreduce algorithm")
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="8 and 16 XPUs, six sizes (under a minute)")
+    parser.add_argument("--out", default="results", help="output directory")
+    parser.add_argument("--scales", help="comma list of XPU counts (default 8,64,256,1024; --quick 8,16)")
+    parser.add_argument("--skip-llama", action="store_true", help="the collective sweep only")
+    add_sweep_arguments(parser)
+    args = parser.parse_args()
+    scales = [int(x) for x in args.scales.split(",")] if args.scales else [8, 16] if args.quick else [8, 64, 256, 1024]
+    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    os.makedirs(args.out, exist_ok=True)
+    suffix = "_quick" if args.quick else ""
+
+    name = "collectives_study" + suffix
+    spec = SweepSpec(
+        "hcsim.sweep.experiments:collective",
+        fixed={"kind": "allreduce", "iterations": 1},
+        points=collective_points(scales, sizes, fast_from=256),
+    )
+    rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
+    from hcsim.units import parse_bytes
+
+    table = [
+        {
+            "system": r["params"]["system"],
+            "xpus": r["params"]["xpus"],
+            "algorithm": r["params"]["algorithm"],
+            "size_bytes": int(parse_bytes(r["params"]["nbytes"])),
+            **{k: r["result"][k] for k in ("time_us", "algbw_gbps", "busbw_gbps", "activities", "exact", "wall_s")},
+        }
+        for r in rows
+    ]
+    table.sort(key=lambda t: (SYSTEMS.index(t["system"]), t["xpus"], t["size_bytes"], t["algorithm"]))
+    for t in table:
+        at = [
+            u for u in table if (u["system"], u["xpus"], u["size_bytes"]) == (t["system"], t["xpus"], t["size_bytes"])
+        ]
+        t["best"] = min(at, key=lambda u: u["time_us"]) is t
+    write_csv(os.path.join(args.out, f"{name}.csv"), table, list(table[0]))
+    _plot_busbw(table, scales, os.path.join(args.out, f"{name}.png"))
+    print(f"wrote {args.out}/{name}.csv and .png ({len(table)} points)")
+    if args.skip_llama:
+        return
+
+    name = "collectives_llama" + suffix
+    spec = SweepSpec("hcsim.sweep.experiments:llama2_13b", fixed={"iterations": 2}, points=llama_points(scales))
+    rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
+    keys = ("batches_per_s", "iteration_s", "compute_s", "exposed_communication_s", "activities", "wall_s")
+    llama = [{**{k: r["params"][k] for k in ("system", "xpus", "algorithm")}, **{k: r["result"][k] for k in keys}}
+             for r in rows]  # fmt: skip
+    llama.sort(key=lambda t: (t["system"], t["xpus"], t["algorithm"]))
+    write_csv(os.path.join(args.out, f"{name}.csv"), llama, list(llama[0]))
+    _plot_llama(llama, os.path.join(args.out, f"{name}.png"))
+    print(f"wrote {args.out}/{name}.csv and .png ({len(llama)} points)")
+
+
+if __name__ == "__main__":
+    main()
