@@ -38,14 +38,32 @@ def ring_plan(
     return list_order_plan(kind, algorithm, scope, nbytes, group, compact)
 
 
-def _ring(kind: str, ranks: list[str], nbytes: float, phases: list[int]) -> Schedule:
-    """Steps of N flows; ``phases``: per step, the shard offset (rank i sends shard (i - offset) mod N)."""
-    n = len(ranks)
+def reduce_scatter_phases(n: int) -> list[int]:
+    """Per reduce-scatter step j, the shard offset: rank i sends shard (i - j - 1) mod N (so it ends with shard i)."""
+    return [j + 1 for j in range(n - 1)]
+
+
+def allgather_phases(n: int) -> list[int]:
+    """Per allgather step j, the shard offset: rank i sends shard (i - j) mod N (it starts with shard i)."""
+    return list(range(n - 1))
+
+
+def ring_schedule(
+    kind: str, ranks: list[str], nbytes: float, phases: list[int], order: list[str] | None = None
+) -> Schedule:
+    """Steps of N flows around ``order`` (default: the rank list); ``phases``: each step's shard offset.
+
+    Position i of the ring sends the shard of the rank at position (i - offset) mod N;
+    shards keep the numbers of ``ranks`` (rank k's shard is k), whatever the order.
+    """
+    order = ranks if order is None else order
+    owner = {r: k for k, r in enumerate(ranks)}
+    n = len(order)
     s = Schedule(kind, ranks, shards=n, steps=len(phases))
     for j, offset in enumerate(phases):
         for i in range(n):
             after = () if j == 0 else ((j - 1) * n + i, (j - 1) * n + (i - 1) % n)
-            s.add(ranks[i], ranks[(i + 1) % n], nbytes / n, after, shards=[(i - offset) % n])
+            s.add(order[i], order[(i + 1) % n], nbytes / n, after, shards=[owner[order[(i - offset) % n]]])
     return s
 
 
@@ -53,13 +71,13 @@ def _ring(kind: str, ranks: list[str], nbytes: float, phases: list[int]) -> Sche
 def ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allreduce: reduce-scatter + allgather, 2(N-1) steps of S/N."""
     n = len(ranks)
-    return _ring("allreduce", ranks, nbytes, [j + 1 for j in range(n - 1)] + list(range(n - 1)))
+    return ring_schedule("allreduce", ranks, nbytes, reduce_scatter_phases(n) + allgather_phases(n))
 
 
 @register("allreduce", "coherent_ring", plan=ring_plan, ring=True, coherent=True)
 def coherent_ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Coherent ring allreduce (paper Sec. 5.4): reduce-scatter only, N-1 steps of S/N."""
-    s = _ring("allreduce", ranks, nbytes, [j + 1 for j in range(len(ranks) - 1)])
+    s = ring_schedule("allreduce", ranks, nbytes, reduce_scatter_phases(len(ranks)))
     s.coherent = True
     return s
 
@@ -67,10 +85,10 @@ def coherent_ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedu
 @register("reduce_scatter", "ring", plan=ring_plan, ring=True)
 def ring_reduce_scatter(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring reduce-scatter: N-1 steps of S/N; rank i ends with shard i reduced."""
-    return _ring("reduce_scatter", ranks, nbytes, [j + 1 for j in range(len(ranks) - 1)])
+    return ring_schedule("reduce_scatter", ranks, nbytes, reduce_scatter_phases(len(ranks)))
 
 
 @register("allgather", "ring", plan=ring_plan, ring=True)
 def ring_allgather(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allgather: N-1 steps of S/N; rank i starts with shard i."""
-    return _ring("allgather", ranks, nbytes, list(range(len(ranks) - 1)))
+    return ring_schedule("allgather", ranks, nbytes, allgather_phases(len(ranks)))

@@ -18,6 +18,7 @@ Their engine plan is the ring plan of the reordered scope, so the memoized fast 
 
 from __future__ import annotations
 
+from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases, ring_schedule
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.plans import plan as ring_plan
 from hcsim.collectives.registry import register
@@ -39,33 +40,21 @@ def topo_ring_plan(
     return ring_plan(kind, "ring", order, nbytes, group, compact)
 
 
-def _ring(kind: str, ranks: list[str], nbytes: float, phases: list[int], view: TopologyView) -> Schedule:
-    """The ring of :mod:`.ring` over the topology order; shard numbers stay those of ``ranks``."""
-    order = view.topology_order(ranks)
-    owner = {r: i for i, r in enumerate(ranks)}
-    n = len(order)
-    s = Schedule(kind, ranks, shards=n, steps=len(phases))
-    for j, offset in enumerate(phases):
-        for i in range(n):
-            after = () if j == 0 else ((j - 1) * n + i, (j - 1) * n + (i - 1) % n)
-            s.add(order[i], order[(i + 1) % n], nbytes / n, after, shards=[owner[order[(i - offset) % n]]])
-    return s
-
-
 @register("allreduce", "ring_topo", plan=topo_ring_plan, ring=True)
 def ring_topo(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allreduce over the topology order (inside a server first, then across; NCCL-like)."""
-    n = len(ranks)
-    return _ring("allreduce", ranks, nbytes, [j + 1 for j in range(n - 1)] + list(range(n - 1)), view)
+    n, order = len(ranks), view.topology_order(ranks)
+    return ring_schedule("allreduce", ranks, nbytes, reduce_scatter_phases(n) + allgather_phases(n), order)
 
 
 @register("reduce_scatter", "ring_topo", plan=topo_ring_plan, ring=True)
 def ring_topo_reduce_scatter(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring reduce-scatter over the topology order; rank i still ends with slice i."""
-    return _ring("reduce_scatter", ranks, nbytes, [j + 1 for j in range(len(ranks) - 1)], view)
+    order = view.topology_order(ranks)
+    return ring_schedule("reduce_scatter", ranks, nbytes, reduce_scatter_phases(len(ranks)), order)
 
 
 @register("allgather", "ring_topo", plan=topo_ring_plan, ring=True)
 def ring_topo_allgather(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allgather over the topology order; rank i starts with slice i."""
-    return _ring("allgather", ranks, nbytes, list(range(len(ranks) - 1)), view)
+    return ring_schedule("allgather", ranks, nbytes, allgather_phases(len(ranks)), view.topology_order(ranks))
