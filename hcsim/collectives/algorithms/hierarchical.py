@@ -26,6 +26,7 @@ allreduce over :meth:`TopologyView.topology_order`.
 
 from __future__ import annotations
 
+from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases
 from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
 from hcsim.collectives.view import TopologyView
@@ -56,14 +57,6 @@ class _Rings:
             self.last[r] = sent[i] + got[i]
 
 
-def _reduce_scatter(n: int) -> list[int]:
-    return [j + 1 for j in range(n - 1)]
-
-
-def _allgather(n: int) -> list[int]:
-    return list(range(n - 1))
-
-
 def _grid(ranks: list[str], view: TopologyView) -> list[list[str]] | None:
     servers = view.by_server(ranks)
     return servers if len({len(g) for g in servers}) == 1 else None
@@ -80,12 +73,14 @@ def hierarchical(ranks: list[str], nbytes: float, view: TopologyView) -> Schedul
     slices = [list(range(lo * m, lo * m + m)) for lo in range(g)]
     rings = _Rings(s)
     for members in servers:
-        rings.ring(members, nbytes / g, slices, _reduce_scatter(g))
+        rings.ring(members, nbytes / g, slices, reduce_scatter_phases(g))
     for lo in range(g):
         across = [members[lo] for members in servers]
-        rings.ring(across, nbytes / (g * m), [[lo * m + k] for k in range(m)], _reduce_scatter(m) + _allgather(m))
+        rings.ring(
+            across, nbytes / (g * m), [[lo * m + k] for k in range(m)], reduce_scatter_phases(m) + allgather_phases(m)
+        )
     for members in servers:
-        rings.ring(members, nbytes / g, slices, _allgather(g))
+        rings.ring(members, nbytes / g, slices, allgather_phases(g))
     s.steps = 2 * (g - 1) + 2 * (m - 1)
     return s
 
@@ -101,10 +96,12 @@ def ring_2d(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     rings = _Rings(s)
     intra = [list(range(c * m, c * m + m)) for c in range(g)]
     for members in servers:
-        rings.ring(members, nbytes / g, intra, _reduce_scatter(g) + _allgather(g))
+        rings.ring(members, nbytes / g, intra, reduce_scatter_phases(g) + allgather_phases(g))
     inter = [list(range(c * g, c * g + g)) for c in range(m)]
     for lo in range(g):
-        rings.ring([members[lo] for members in servers], nbytes / m, inter, _reduce_scatter(m) + _allgather(m))
+        rings.ring(
+            [members[lo] for members in servers], nbytes / m, inter, reduce_scatter_phases(m) + allgather_phases(m)
+        )
     s.steps = 2 * (g - 1) + 2 * (m - 1)
     return s
 
@@ -113,5 +110,7 @@ def _fallback(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """The ring allreduce over the topology order (servers of unequal size have no grid)."""
     n = len(ranks)
     s = Schedule("allreduce", ranks, shards=n, steps=2 * (n - 1))
-    _Rings(s).ring(view.topology_order(ranks), nbytes / n, [[k] for k in range(n)], _reduce_scatter(n) + _allgather(n))
+    _Rings(s).ring(
+        view.topology_order(ranks), nbytes / n, [[k] for k in range(n)], reduce_scatter_phases(n) + allgather_phases(n)
+    )
     return s
