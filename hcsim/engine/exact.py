@@ -53,7 +53,6 @@ class ExactFlows:
         for g in fp.releases[f]:
             waits[g] -= 1
             if not waits[g]:  # Execution.flow, inlined: this is the hot path
-                x.live += 1
                 a, b = src[g], dst[g]
                 self._add_flow(self._sendto(a, b, fp.size[g]), (x, COMM, run, g), a, b, None, now)
         run.pending -= 1

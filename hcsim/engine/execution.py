@@ -141,7 +141,6 @@ class Execution:
         self.running = [False] * len(names)
         self.per_iteration = [0] * iterations
         self.iterations_done = 0
-        self.live = 0  # activities of this execution in flight
         self.result = RunResult(
             iterations, coherent, 0.0, [0.0] * iterations, [], graph=dict(workload.graph), placement=placed
         )
@@ -208,7 +207,6 @@ class Execution:
         act = self.sg.this_actor.exec_init(cp.amount)
         act.host = cp.host
         act.start()
-        self.live += 1
         if self.timed_execs:
             self.driver.add_exec(act, ActivityKey(self, tag, run, 0), now + cp.seconds)
         else:
@@ -216,7 +214,6 @@ class Execution:
 
     def flow(self, src: Any, dst: Any, size: int, key: ActivityKey, now: float, links: Any = None) -> None:
         """Start a flow of ``size`` bytes (``links``: its route's link names, if the caller knows them)."""
-        self.live += 1
         self._add_flow(self._sendto(src, dst, size), key, src, dst, links, now)
 
     def launch(self, v: int, now: float) -> None:
@@ -240,7 +237,6 @@ class Execution:
     # ------------------------------------------------------------------ completions
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         """``act`` (one of ours, with ``key``) completed at ``now``: release what waits for it."""
-        self.live -= 1
         _, tag, run, _ = key
         if tag == COMM:  # the hot path: a collective's flow
             self.comm_complete[run.v](act, key, now)
