@@ -1,0 +1,8 @@
+"""Command-line misuse shared by every command."""
+
+from bad_inputs import case
+
+CASES = [
+    case("cli-unknown-command", "frobnicate", "invalid choice"),
+    case("run-workload-missing", "run --workload {tmp}/nope.json --iterations 1", "nope.json"),
+]
