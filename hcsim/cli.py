@@ -102,6 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into head: nothing left to say
         sys.stderr.close()
         return 0
+    except OSError as exc:  # a path the system refused (read-only, /proc, a directory, ...): name it
+        where = f" '{exc.filename}'" if exc.filename else ""
+        reason = exc.strerror or str(exc)
+        print(
+            f"hcsim: error: cannot use{where}: {reason} (valid: a readable input file, a writable output path)",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

@@ -27,7 +27,12 @@ def check_output_path(path: str | os.PathLike[str]) -> str:
 
 def temporary_beside(path: str | os.PathLike[str], suffix: str = ".tmp") -> str:
     """A new empty file next to ``path``, to be renamed over it when complete."""
-    fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=suffix, dir=check_output_path(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".hcsim-", suffix=suffix, dir=check_output_path(path))
+    except OSError as exc:  # root passes os.access on read-only mounts, /proc and /sys: the create tells
+        raise HcsimError(
+            f"output '{os.fspath(path)}' cannot be written: {exc.strerror} (valid: a writable path)"
+        ) from None
     os.close(fd)
     os.chmod(tmp, 0o644)
     return tmp
