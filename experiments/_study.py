@@ -61,10 +61,15 @@ def paired_style(group: Callable[[str], str], first: Callable[[str], bool]) -> C
 
 
 def print_table(
-    table: list[dict], series: Callable[[dict], str], x: Callable[[dict], float], y: str, xname: str
+    table: list[dict],
+    series: Callable[[dict], str],
+    x: Callable[[dict], float],
+    y: str,
+    xname: str,
+    labels: list[str] | None = None,
 ) -> None:
     """The results as text: one row per x, one column per series (``y``, 4 significant digits; - if not run)."""
-    labels = sorted({series(t) for t in table})
+    labels = labels if labels is not None else sorted({series(t) for t in table})
     xs = sorted({x(t) for t in table})
     cell = {(series(t), x(t)): t[y] for t in table}
     width = max(10, *(len(label) for label in labels))
@@ -100,6 +105,7 @@ def run_study(
     name += "_quick" if args.quick else ""
     rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
     table = [{**r["params"], **{k: v for k, v in r["result"].items() if k != "wall_s"}} for r in rows]
+    labels = list(dict.fromkeys(series(t) for t in table))  # the study's own order, for the legend and the table
     table.sort(key=lambda t: (series(t), x(t)))
     write_csv(os.path.join(args.out, f"{name}.csv"), table, sorted({k for t in table for k in t}))
     import matplotlib
@@ -108,7 +114,7 @@ def run_study(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    for label in sorted({series(t) for t in table}):
+    for label in labels:
         pts = sorted((x(t), t[y]) for t in table if series(t) == label)
         ax.plot(*zip(*pts, strict=True), label=label, **(style(label) if style else {"marker": "o"}))
     from matplotlib.ticker import FuncFormatter
@@ -126,6 +132,6 @@ def run_study(
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     save_figure(fig, os.path.join(args.out, f"{name}.png"))
-    print_table(table, series, x, y, xname)
+    print_table(table, series, x, y, xname, labels)
     print(f"wrote {args.out}/{name}.csv and .png ({len(table)} points)")
     return table

@@ -26,8 +26,8 @@ run_study(
     "fig8_coherence",
     [
         {"system": system, "xpus": n, "mix": mix}
-        for system in ("cxl", "noncoherent")
         for mix in mixes
+        for system in ("cxl", "noncoherent")
         for n in scales
         if mix == "H100" or n > 128  # up to 128 XPUs (one ToR) every mix is H100 only
     ],
