@@ -27,10 +27,12 @@ __all__ = ["DeprecatedAlias", "parse_rate", "rate_type"]
 _PER_SECONDS = {"s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
 
 
-def parse_rate(value: object, what: str = "rate", per: str = "s") -> float:
+def parse_rate(value: object, what: str = "rate", per: str = "s", *, positive: bool = True) -> float:
     """Events per ``per`` (``"s"`` or ``"min"``) from e.g. ``"6000/s"``, ``"0.1/min"``, ``"6/h"`` or a bare number.
 
-    A bare number is already per ``per``. The result must be a finite number > 0.
+    A bare number is already per ``per``. With ``positive`` the result must be a finite
+    number > 0; without, the range is left to the caller (the commands check it with
+    their own message).
     """
     example = "'6000/s', '0.1/min' or '6/h'"
     number, unit = _split(value, what, example)
@@ -40,17 +42,20 @@ def parse_rate(value: object, what: str = "rate", per: str = "s") -> float:
         if seconds is None:
             raise HcsimError(f"{what}: unknown rate unit in {value!r} (valid: /s, /min or /h, e.g. {example})")
         number = number / seconds * _PER_SECONDS[per]
-    if not (number > 0 and number < float("inf")):
+    if positive and not (number > 0 and number < float("inf")):
         raise HcsimError(f"{what} {value!r} is invalid (valid: a rate > 0, e.g. {example})")
     return number
 
 
 def rate_type(what: str, per: str) -> Callable[[str], float]:
-    """An argparse ``type`` parsing a rate per ``per``; a bad value is argparse's one-line usage error."""
+    """An argparse ``type`` parsing a rate per ``per``; a bad unit is argparse's one-line usage error.
+
+    The value's range is checked by the command, as it was when the flag took a float.
+    """
 
     def convert(text: str) -> float:
         try:
-            return parse_rate(text, what, per)
+            return parse_rate(text, what, per, positive=False)
         except HcsimError as e:  # argparse names the flag already
             raise argparse.ArgumentTypeError(str(e).removeprefix(f"{what}: ").removeprefix(f"{what} ")) from None
 
