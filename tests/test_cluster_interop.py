@@ -131,7 +131,7 @@ def test_evalys_reads_jobs_csv(preemptive_run):
     assert js.df["jobID"].nunique() == len({r["job_id"] for r in rows})
 
 
-def test_round_robin_rows_alternate_exactly(tmp_path):
+def test_round_robin_rows_and_the_final_stretch(tmp_path):
     """Two 8-GPU jobs share 8 GPUs under RR: per-segment rows, the final stretch = turnaround / time on GPUs."""
     jobs = [Job("a", 0.0, 8, 100.0), Job("b", 0.0, 8, 100.0)]
     result = simulate_cluster(
