@@ -3,8 +3,11 @@
 Simulates Poisson arrivals served in batches on V100 servers behind a dispatcher and
 prints the latency beside the exact one of the truncated Markov chain
 (:func:`hcsim.analysis.queueing.exact_finite`). Durations take units (``--alpha 2ms``,
-``--max-delay 5ms``); a bare number is in seconds. Only the standard library at the
-top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+``--max-delay 5ms``) and rates too (``--rate 6000/s``, ``360000/min``); a bare number
+is in seconds, or per second. ``--requests`` counts the requests simulated (``--jobs``
+is its deprecated spelling). A progress bar shows on stderr when it is a terminal, or
+with ``--progress``. Only the standard library at the top: the ``hcsim`` command loads
+this module for ``--help`` (see :mod:`hcsim.cli`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 import os
 
 from hcsim.errors import HcsimError
+from hcsim.flags import DeprecatedAlias, rate_type
 from hcsim.units import parse_time
 
 __all__ = ["register"]
@@ -57,7 +61,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         platform = os.path.join(tmp, "p.xml")
         compile_platform(topo, platform)
-        arrivals = fb.arrival_times("poisson", lam_server * args.servers, args.jobs, args.seed)
+        arrivals = fb.arrival_times("poisson", lam_server * args.servers, args.requests, args.seed)
         r = fb.serve(
             platform,
             topo.xpus(),
@@ -67,6 +71,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             max_delay=max_delay,
             dispatch=args.dispatch,
             seed=args.seed,
+            progress=True if args.progress else None,
         )
     mean, half = fb.confidence_interval(r.latency)
     p99, p99_half = fb.percentile_interval(r.latency, 99)
@@ -75,7 +80,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     # the exact chain and the bound model no max delay, and one server's own Poisson stream
     exact_model = max_delay is None and (args.dispatch == "random" or args.servers == 1)
     exact = q.exact_finite(lam_server, alpha, tau0, m) if exact_model else None
-    print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms (95% CI, batch means, {args.jobs} jobs)")
+    ci = f"95% CI, batch means, {args.requests} requests"
+    print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms ({ci})")
     print(f"p50              {np.percentile(r.latency, 50) * 1e3:.6g} ms")
     print(f"p99              {p99 * 1e3:.6g} ms +- {p99_half * 1e3:.3g} ms (95% CI, batch means)")
     if exact is not None:
@@ -99,19 +105,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
     qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
     load = qu.add_mutually_exclusive_group(required=True)
-    load.add_argument("--rho", type=float, help="load per server, lambda * alpha")
-    load.add_argument("--rate", type=float, help="total arrival rate, jobs/s")
-    qu.add_argument("--max-batch", type=int, help="largest batch (default: unlimited)")
+    load.add_argument("--rho", type=float, help="load per server, lambda * alpha (dimensionless, < 1)")
+    load.add_argument(
+        "--rate",
+        type=rate_type("--rate", per="s"),
+        help="total arrival rate of requests, e.g. 6000/s or 360000/min (bare number: per second)",
+    )
+    qu.add_argument("--max-batch", type=int, help="largest batch, in requests (default: unlimited)")
     qu.add_argument(
         "--max-delay",
         help="an idle server waits for a full batch up to this long after its oldest job arrived, e.g. 5ms "
         "(bare number: seconds; default: no wait; no exact E[W] then)",
     )
-    qu.add_argument("--jobs", type=int, default=1_000_000, help="jobs to simulate (default 1e6)")
-    qu.add_argument("--seed", type=int, default=0)
-    qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher")
+    qu.add_argument("--requests", type=int, default=1_000_000, help="requests to simulate (a count; default 1e6)")
+    qu.add_argument("--jobs", dest="requests", type=int, action=DeprecatedAlias, new="--requests")
+    qu.add_argument("--seed", type=int, default=0, help="random seed of arrivals and dispatch (default 0)")
+    qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher (a count; default 1)")
     qu.add_argument("--dispatch", choices=("random", "round_robin", "jsq"), default="random")
-    qu.add_argument("--beta", type=float, help="with --alpha: energy per job in a batch (J), for eta")
-    qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch (J), for eta")
+    qu.add_argument("--beta", type=float, help="with --alpha: energy per request in a batch, in joules, for eta")
+    qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch, in joules, for eta")
+    qu.add_argument("--progress", action="store_true", help="show a progress bar on stderr (default: on a terminal)")
     qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
     qu.set_defaults(func=_cmd_serve)

@@ -34,6 +34,7 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_output_path
+from hcsim.flags import DeprecatedAlias
 from hcsim.outputs import json_line
 from hcsim.progress import progress_bar
 from hcsim.sweep.point import MARKER
@@ -261,12 +262,15 @@ def add_sweep_arguments(parser: Any) -> None:
     """The flags every experiment script shares, so any of them scales out unchanged."""
     parser.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
     parser.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    parser.add_argument("-j", "--jobs", type=int, help="parallel points / local Dask workers (default: CPU count)")
+    parser.add_argument(
+        "-j", "--workers", type=int, help="parallel processes: points at once, or local Dask workers (default: CPUs)"
+    )
+    parser.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
 
 
 def sweep_from_arguments(spec: SweepSpec, args: Any, out: str) -> list[dict[str, Any]]:
     """Run ``spec`` with the shared flags; return the latest ok row of every point of the spec."""
-    run_sweep(spec, out=out, executor=args.executor, jobs=args.jobs, scheduler=args.scheduler)
+    run_sweep(spec, out=out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
     wanted = {p.id for p in spec.expand()}
     latest = {r["id"]: r for r in read_results(out) if r.get("status") == "ok" and r["id"] in wanted}
     return [latest[p.id] for p in spec.expand() if p.id in latest]
