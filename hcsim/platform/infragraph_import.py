@@ -133,7 +133,9 @@ def infragraph_topology(
         elif link_bandwidth is not None:
             bw = parse_bandwidth(link_bandwidth, "--link-bandwidth")
         else:
-            raise HcsimError(f"{what} has no bandwidth (valid: give the link a physical bandwidth, or --link-bandwidth)")
+            raise HcsimError(
+                f"{what} has no bandwidth (valid: give the link a physical bandwidth, or --link-bandwidth)"
+            )
         if "latency" in data:
             lat = _quantity(data["latency"], parse_time, f"{what}: latency")
         elif link_latency is not None:

@@ -42,6 +42,7 @@ traffic); the last two are counted in ``graph["aicb_skipped"]``.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -108,8 +109,8 @@ def _int(text: str, what: str) -> int:
             value = float(text)
         except ValueError:
             raise HcsimError(f"{what}: {text!r} is not a number") from None
-        if value != int(value):
-            raise HcsimError(f"{what}: {text!r} is not an integer")
+        if not math.isfinite(value) or value != int(value):
+            raise HcsimError(f"{what}: {text!r} is not an integer") from None
         value = int(value)
     if value < 0:
         raise HcsimError(f"{what}: {text!r} is negative (valid: >= 0)")
@@ -230,7 +231,9 @@ def read_aicb(
     def rate(x: str) -> float:
         r = xpu_flops.get(x) if isinstance(xpu_flops, Mapping) else xpu_flops
         if r is None or not r > 0:
-            raise HcsimError(f"AICB compute times need the FLOP rate of XPU '{x}' (run on a platform or give xpu_flops)")
+            raise HcsimError(
+                f"AICB compute times need the FLOP rate of XPU '{x}' (run on a platform or give xpu_flops)"
+            )
         return float(r)
 
     def rank(t: int, d: int, p: int) -> int:

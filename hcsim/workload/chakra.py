@@ -64,7 +64,9 @@ def _pb() -> Any:
     try:
         from hcsim.workload import et_def_pb2
     except ImportError as exc:  # protobuf missing or too old for the generated code
-        raise HcsimError(f"reading Chakra traces needs protobuf >= 7.35 ({exc}); pip install 'protobuf>=7.35.1,<8'")
+        raise HcsimError(
+            f"reading Chakra traces needs protobuf >= 7.35 ({exc}); pip install 'protobuf>=7.35.1,<8'"
+        ) from None
     return et_def_pb2
 
 
@@ -146,7 +148,7 @@ def _read_messages(path: str) -> tuple[Any, list[Any]]:
     nodes = []
     try:
         meta.ParseFromString(messages[0])
-        for i, raw in enumerate(messages[1:], 1):
+        for raw in messages[1:]:
             node = pb.Node()
             node.ParseFromString(raw)
             nodes.append(node)
@@ -217,7 +219,7 @@ def _load_groups(groups: str | os.PathLike[str] | Mapping[str, Sequence[int]] | 
         except (ValueError, UnicodeDecodeError) as exc:
             raise HcsimError(f"{where} is not valid JSON: {exc}") from None
     if not isinstance(data, Mapping):
-        raise HcsimError(f"{where} must map a group name to its ranks, e.g. {{\"1\": [0, 1]}}")
+        raise HcsimError(f'{where} must map a group name to its ranks, e.g. {{"1": [0, 1]}}')
     out = {}
     for key, ranks in data.items():
         if not isinstance(ranks, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
@@ -418,9 +420,7 @@ def read_chakra(
             except ValueError:
                 cname = str(ctype)
             if cname not in COLLECTIVE_KINDS:
-                raise HcsimError(
-                    f"{where}: collective {cname} is not supported (valid: {', '.join(COLLECTIVE_KINDS)})"
-                )
+                raise HcsimError(f"{where}: collective {cname} is not supported (valid: {', '.join(COLLECTIVE_KINDS)})")
             for r, other in instance[1:]:
                 oa = _attrs(other)
                 if oa.get("comm_type") != ctype or oa.get("comm_size") != fa.get("comm_size"):
@@ -609,7 +609,7 @@ def write_chakra(workload: Workload, directory: str | os.PathLike[str], name: st
     rank_of = {x: i for i, x in enumerate(ranks)}
     world = list(ranks)
     groups: dict[tuple[str, ...], str] = {}
-    for v, d in w.nodes(data=True):
+    for _, d in w.nodes(data=True):
         if d["type"] == "comm" and d["kind"] != "p2p" and list(d["scope"]) != world:
             groups.setdefault(tuple(d["scope"]), str(len(groups) + 1))
     for u, v in w.edges:
@@ -705,7 +705,9 @@ def _write_order(w: Workload) -> list[str]:
     try:
         return list(nx.lexicographical_topological_sort(same, key=position.__getitem__))
     except nx.NetworkXUnfeasible:
-        raise HcsimError("workload has a dependency cycle within one iteration: it cannot be written as Chakra") from None
+        raise HcsimError(
+            "workload has a dependency cycle within one iteration: it cannot be written as Chakra"
+        ) from None
 
 
 # ---------------------------------------------------------------------- platform rates

@@ -231,7 +231,7 @@ class Workload(nx.DiGraph):
         write_json(path, nx.node_link_data(self, edges="edges"))
 
     def to_chakra(self, directory: str | os.PathLike[str], name: str | None = None) -> list[str]:
-        """Write per-rank Chakra ET files ``DIRECTORY/NAME.RANK.et`` (see :func:`hcsim.workload.chakra.write_chakra`)."""
+        """Write per-rank Chakra ET files ``DIRECTORY/NAME.RANK.et``; see :func:`hcsim.workload.chakra.write_chakra`."""
         from hcsim.workload.chakra import write_chakra
 
         return write_chakra(self, directory, name)
