@@ -16,9 +16,8 @@ from hcsim.workload import Workload
 from hcsim.workload.chakra import chakra_files, read_chakra, write_chakra
 from hcsim.workload.named import workload_by_name
 
+# the project's shared data sits beside the repository (shared/data); HCSIM_SHARED_DATA overrides
 DATA = Path(os.environ.get("HCSIM_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-if not (DATA / "astra-sim").is_dir():
-    DATA = Path("/work/shared/data")
 SAMPLES = sorted({os.path.dirname(f) for f in glob.glob(str(DATA / "astra-sim" / "**" / "*.et"), recursive=True)})
 needs_samples = pytest.mark.skipif(not SAMPLES, reason="ASTRA-sim samples (shared/data/astra-sim) not present")
 
@@ -64,7 +63,9 @@ def coll_node(i: int, ctype: int, size: int, name: str = "c", pg: str | None = N
 
 # ---------------------------------------------------------------------- the samples
 @needs_samples
-@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: os.path.basename(os.path.dirname(s)) + "/" + os.path.basename(s))
+@pytest.mark.parametrize(
+    "sample", SAMPLES, ids=lambda s: os.path.basename(os.path.dirname(s)) + "/" + os.path.basename(s)
+)
 def test_every_astra_sim_sample_runs(sample: str, platforms) -> None:
     n = len(chakra_files(sample))
     path, xpus = platforms[n]
@@ -104,13 +105,17 @@ def test_collective_from_et_times_exactly_like_the_native_one(folder: str, kind:
 
 @needs_samples
 def test_custom_ring_trace_pairs_sends_and_receives(platforms) -> None:
-    sample = DATA / "astra-sim" / "system" / "custom_collectives" / "custom_ring_allreduce_8npus_1MB" / "custom_allreduce"
+    sample = (
+        DATA / "astra-sim" / "system" / "custom_collectives" / "custom_ring_allreduce_8npus_1MB" / "custom_allreduce"
+    )
     path, xpus = platforms[8]
     w = read_chakra(sample, xpus, xpu_flops=H100_FP32)
     kinds = [d["kind"] if d["type"] == "comm" else "compute" for _, d in w.nodes(data=True)]
     assert kinds.count("p2p") == 8 * 14  # 14 sends per rank, each met by its receive
     assert kinds.count("compute") == 8 * 7  # the reduce steps (7 us each)
-    assert all(d["scope"][1] == xpus[(xpus.index(d["scope"][0]) + 1) % 8] for _, d in w.nodes(data=True) if d["type"] == "comm")
+    assert all(
+        d["scope"][1] == xpus[(xpus.index(d["scope"][0]) + 1) % 8] for _, d in w.nodes(data=True) if d["type"] == "comm"
+    )
     result = simulate(path, w, 1)
     for r in result.trace:
         if r.kind == "compute":
