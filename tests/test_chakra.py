@@ -134,7 +134,7 @@ def rich_workload() -> Workload:
     w.add_comm("ag-half", 2**20, "allgather", x[:2], algorithm="direct")
     w.add_comm("rs-other", 2**20, "reduce_scatter", [x[3], x[2]])
     w.add_comm("send01", 12345, "p2p", [x[0], x[1]])
-    for i, r in enumerate(x):
+    for i in range(len(x)):
         w.add_dependency(f"fwd{i}", "ar-all")
     w.add_dependency("ar-all", "ag-half")
     w.add_dependency("ar-all", "rs-other")
@@ -163,7 +163,7 @@ def test_to_chakra_round_trip(tmp_path: Path) -> None:
 
 
 @needs_samples
-@pytest.mark.parametrize("sample", SAMPLES, ids=os.path.basename)
+@pytest.mark.parametrize("sample", SAMPLES, ids=sample_id)
 def test_samples_round_trip(sample: str, tmp_path: Path) -> None:
     xpus = [f"g{i}" for i in range(8)]
     w = read_chakra(sample, xpus, xpu_flops=H100_FP32)

@@ -54,8 +54,12 @@ def test_ring_routes_the_shorter_way_and_fully_connected_is_one_hop(tmp_path: Pa
 
 
 def test_three_dimensions_build_every_block(tmp_path: Path) -> None:
-    spec = {"topology": ["Ring", "FullyConnected", "Switch"], "npus_count": [2, 8, 4], "bandwidth": [200.0, 100.0, 50.0],
-            "latency": [50.0, 500.0, 2000.0]}  # fmt: skip
+    spec = {
+        "topology": ["Ring", "FullyConnected", "Switch"],
+        "npus_count": [2, 8, 4],
+        "bandwidth": [200.0, 100.0, 50.0],
+        "latency": [50.0, 500.0, 2000.0],
+    }
     topo = astra_network_topology(spec)
     assert len(topo.xpus()) == 64
     assert len(topo.nodes_of("switch")) == 2 * 8  # one switch per line of dimension 2
@@ -111,7 +115,7 @@ def test_infragraph_blueprint_needs_default_links(tmp_path: Path) -> None:
         import_topology(f)
     topo = import_topology(f, link_bandwidth="100Gbps", link_latency="1us")
     assert len(topo.xpus()) == 8 and topo.number_of_nodes() == 151  # every component of the blueprint is linked
-    assert {d["bandwidth"] for _, _, d in topo.edges(data=True)} == {100e9 / 8}
+    assert 100e9 / 8 in {d["bandwidth"] for _, _, d in topo.edges(data=True)}  # the default, where none is declared
 
 
 def test_platform_import_command_writes_a_platform(tmp_path: Path) -> None:
