@@ -62,10 +62,12 @@ def coll_node(i: int, ctype: int, size: int, name: str = "c", pg: str | None = N
 
 
 # ---------------------------------------------------------------------- the samples
+def sample_id(folder: str) -> str:
+    return os.path.basename(os.path.dirname(folder)) + "/" + os.path.basename(folder)
+
+
 @needs_samples
-@pytest.mark.parametrize(
-    "sample", SAMPLES, ids=lambda s: os.path.basename(os.path.dirname(s)) + "/" + os.path.basename(s)
-)
+@pytest.mark.parametrize("sample", SAMPLES, ids=sample_id)
 def test_every_astra_sim_sample_runs(sample: str, platforms) -> None:
     n = len(chakra_files(sample))
     path, xpus = platforms[n]
