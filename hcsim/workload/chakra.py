@@ -109,12 +109,19 @@ def chakra_files(prefix: str | os.PathLike[str]) -> list[str]:
 
 
 def is_chakra(name: str) -> bool:
-    """Whether ``name`` names a Chakra trace (a prefix with rank files, a rank file, or a folder of one)."""
-    try:
-        chakra_files(name)
-    except HcsimError:
+    """Whether ``name`` names a Chakra trace: a prefix with at least one rank file, a rank file, or a folder of them.
+
+    True as soon as one rank file is there, so that :func:`chakra_files` can say what is wrong with the rest.
+    """
+    name = os.fspath(name)
+    if os.path.isdir(name):
+        return any(_RANK_FILE.match(f) for f in os.listdir(name))
+    if _RANK_FILE.match(os.path.basename(name)) and os.path.isfile(name):
+        return True
+    folder, base = os.path.split(name)
+    if not base or not os.path.isdir(folder or "."):
         return False
-    return True
+    return any((m := _RANK_FILE.match(f)) and m.group("name") == base for f in os.listdir(folder or "."))
 
 
 def _read_messages(path: str) -> tuple[Any, list[Any]]:
