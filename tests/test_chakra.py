@@ -314,3 +314,21 @@ def test_missing_rank_file_and_too_few_xpus(tmp_path: Path) -> None:
     write_et(tmp_path / "t.1.et", [coll_node(0, 0, 64)])
     with pytest.raises(HcsimError, match="3 ranks but the platform has 2 XPUs"):
         read_chakra(tmp_path / "t", ["a", "b"])
+
+
+@needs_samples
+def test_crosscheck_card_is_the_scripts_output(tmp_path: Path) -> None:
+    """docs/validation.md is what experiments/crosscheck_astrasim.py writes, byte for byte."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "validation.md"
+    script = root / "experiments" / "crosscheck_astrasim.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--data", str(DATA), "--out", str(out)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == (root / "docs" / "validation.md").read_text()
+    ring_rows = [line for line in out.read_text().splitlines() if "`ring`" in line or "`pairwise`" in line]
+    assert len(ring_rows) == 5 and all(line.endswith("| 1.000000 |") for line in ring_rows)
