@@ -333,3 +333,25 @@ def test_crosscheck_card_is_the_scripts_output(tmp_path: Path) -> None:
     rows = [line for line in out.read_text().splitlines() if line.startswith("| `")]
     ring_rows = [line for line in rows if "| `ring` |" in line or "| `pairwise` |" in line]
     assert len(ring_rows) == 5 and all(line.endswith("| 1.000000 |") for line in ring_rows)
+
+
+@needs_samples
+def test_run_command_on_an_imported_network(tmp_path: Path) -> None:
+    """``hcsim platform import`` then ``hcsim run --workload PATH/PREFIX``: the ring closed form, through the CLI."""
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-c", "import sys; from hcsim.cli import main; sys.exit(main())"]
+    net = tmp_path / "hgx.yml"
+    net.write_text("topology: [ Switch ]\nnpus_count: [ 8 ]\nbandwidth: [ 400.0 ]\nlatency: [ 936.25 ]\n")
+    plat = tmp_path / "hgx.xml"
+    assert subprocess.run([*cli, "platform", "import", str(net), "-o", str(plat)], capture_output=True).returncode == 0
+    prefix = DATA / "astra-sim" / "workload" / "microbenchmarks" / "all_reduce" / "8npus_1MB" / "all_reduce"
+    proc = subprocess.run(
+        [*cli, "run", "--platform", str(plat), "--workload", str(prefix), "--iterations", "1", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["makespan_s"] == pytest.approx(2 * 7 * (2 * LAT + 2**20 / (8 * BW)), rel=1e-9)

@@ -195,7 +195,7 @@ class _Merged:
     members: list[tuple[int, int]] = field(default_factory=list)  # (rank, node id)
 
 
-def _pg_metadata(node: Any, where: str) -> dict[str, list[int]]:
+def _pg_metadata(node: Any) -> dict[str, list[int]]:
     """PyTorch's process groups from a METADATA_NODE: ``inputs.values`` holds a JSON list of {pg_name, ranks}."""
     text = node.inputs.values.strip()
     if not text:
@@ -305,7 +305,7 @@ def read_chakra(
     for nodes in per_rank:  # process groups first: a collective may use a group declared on another rank
         for node in nodes:
             if node.type == 1:  # METADATA_NODE
-                pg.update({k: v for k, v in _pg_metadata(node, "").items() if k not in pg})
+                pg.update({k: v for k, v in _pg_metadata(node).items() if k not in pg})
     for name, ranks in pg.items():
         bad = [r for r in ranks if not 0 <= r < n]
         if bad:
