@@ -355,3 +355,18 @@ def test_run_command_on_an_imported_network(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["makespan_s"] == pytest.approx(2 * 7 * (2 * LAT + 2**20 / (8 * BW)), rel=1e-9)
+
+
+def test_long_chains_of_skipped_nodes_pass_dependencies_through(tmp_path: Path) -> None:
+    """5000 host-side (is_cpu_op) nodes between two collectives: skipped, counted, the edge kept, no recursion limit."""
+    for r in range(2):
+        nodes = [coll_node(0, 0, 64, "first")]
+        for i in range(1, 5001):
+            cpu = pb().Node(id=i, name=f"cpu{i}", type=pb().COMP_NODE, duration_micros=3, data_deps=[i - 1])
+            cpu.attr.add(name="is_cpu_op", bool_val=True)
+            nodes.append(cpu)
+        nodes.append(coll_node(5001, 0, 64, "second", deps=[5000]))
+        write_et(tmp_path / f"t.{r}.et", nodes)
+    w = read_chakra(tmp_path / "t", ["a", "b"])
+    assert sorted(w.nodes) == ["first", "second"] and list(w.edges) == [("first", "second")]
+    assert w.graph["chakra_skipped"] == {"COMP_NODE (is_cpu_op)": 10000}

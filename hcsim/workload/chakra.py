@@ -516,28 +516,45 @@ def _assemble(
     if len(set(names)) != len(names):  # a generated name met a traced one: fall back to positions
         names = [f"{n}~{i}" for i, n in enumerate(names)]
 
-    def sources(rank: int, nid: int, seen: set[tuple[int, int]]) -> set[int]:
-        """The vertices a dependency on (rank, nid) stands for: itself, or through a skipped node its own deps."""
-        key = (rank, nid)
-        if key not in vertex_of:
-            raise HcsimError(f"Chakra file '{where_of[rank]}': a node depends on node {nid}, which does not exist")
-        v = vertex_of[key]
-        if v >= 0 and key not in receives:
-            return {v}
-        if key in seen:
-            return set()
-        seen.add(key)
-        out: set[int] = {v} if v >= 0 else set()
-        for d in deps[key]:
-            out |= sources(rank, d, seen)
-        return out
+    memo: dict[tuple[int, int], frozenset[int]] = {}
+
+    def sources(rank: int, nid: int) -> frozenset[int]:
+        """The vertices a dependency on (rank, nid) stands for: itself, or through a skipped node or a
+        receive, the vertices its own dependencies stand for (iterative: chains may be long)."""
+        start = (rank, nid)
+        stack = [start]
+        while stack:
+            key = stack[-1]
+            if key in memo:
+                stack.pop()
+                continue
+            if key not in vertex_of:
+                raise HcsimError(
+                    f"Chakra file '{where_of[key[0]]}': a node depends on node {key[1]}, which does not exist"
+                )
+            v = vertex_of[key]
+            if v >= 0 and key not in receives:
+                memo[key] = frozenset((v,))
+                stack.pop()
+                continue
+            pending = [(key[0], d) for d in deps[key] if (key[0], d) not in memo]
+            fresh = [k for k in pending if k not in stack]
+            if fresh:
+                stack.extend(fresh)
+                continue
+            out = {v} if v >= 0 else set()
+            for d in deps[key]:  # a dependency still on the stack is a cycle through skipped nodes: it adds nothing
+                out |= memo.get((key[0], d), frozenset())
+            memo[key] = frozenset(out)
+            stack.pop()
+        return memo[start]
 
     edges: set[tuple[int, int]] = set()
     for (rank, nid), v in vertex_of.items():
         if v < 0 or (rank, nid) in receives:
             continue
         for d in deps[(rank, nid)]:
-            for u in sources(rank, d, set()):
+            for u in sources(rank, d):
                 if u == v:
                     raise HcsimError(
                         f"Chakra file '{where_of[rank]}': node {nid} depends on itself (through a send/receive "
@@ -546,7 +563,7 @@ def _assemble(
                 edges.add((u, v))
     loops = set()
     for rank, d, nid in loop_deps:
-        for u in sources(rank, d, set()):
+        for u in sources(rank, d):
             loops.add((u, vertex_of[(rank, nid)]))
     w = Workload(name=os.path.basename(os.fspath(prefix)), ranks=list(xpu_of))
     w.graph.update(samples_per_iteration=1, batches_per_iteration=1, source="chakra")
