@@ -225,13 +225,16 @@ def test_process_groups_from_a_file_and_rank_map(tmp_path: Path) -> None:
 
 
 def test_process_group_from_pytorch_metadata(tmp_path: Path) -> None:
+    """The table as Chakra's PyTorch converter writes it: str() of a list holding the JSON text."""
+    table = [{"pg_name": "3", "ranks": [1, 3], "pg_desc": "odd's"}, {"pg_name": "4", "ranks": []}]
     for r in range(4):
-        md = pb().Node(id=0, name="pg", type=pb().METADATA_NODE)
-        md.inputs.values = str([json.dumps([{"pg_name": "3", "ranks": [1, 3]}])])
+        md = pb().Node(id=0, name="## process_group:init ##", type=pb().METADATA_NODE)
+        md.inputs.values = str([json.dumps(table)])
         nodes = [md] + ([coll_node(1, 0, 4096, "odd", pg="3", deps=[0])] if r % 2 else [])
+        nodes.append(coll_node(2, 2, 4096, "every", pg="4", deps=[0]))
         write_et(tmp_path / f"t.{r}.et", nodes)
     w = read_chakra(tmp_path / "t", ["a", "b", "c", "d"])
-    assert dict(w.nodes(data="scope")) == {"odd": ["b", "d"]}
+    assert dict(w.nodes(data="scope")) == {"odd": ["b", "d"], "every": ["a", "b", "c", "d"]}  # empty ranks: all
     assert w.nodes["odd"]["is_start"]  # its only dependency was the metadata node, passed through
     assert w.graph["chakra_skipped"] == {"METADATA_NODE": 4}
 
@@ -370,3 +373,14 @@ def test_long_chains_of_skipped_nodes_pass_dependencies_through(tmp_path: Path) 
     w = read_chakra(tmp_path / "t", ["a", "b"])
     assert sorted(w.nodes) == ["first", "second"] and list(w.edges) == [("first", "second")]
     assert w.graph["chakra_skipped"] == {"COMP_NODE (is_cpu_op)": 10000}
+
+
+def test_a_send_must_sit_in_its_sources_file(tmp_path: Path) -> None:
+    send = pb().Node(id=0, name="s", type=pb().COMM_SEND_NODE)
+    send.attr.add(name="comm_src", int32_val=1)
+    send.attr.add(name="comm_dst", int32_val=0)
+    send.attr.add(name="comm_size", int64_val=64)
+    write_et(tmp_path / "t.0.et", [send])
+    write_et(tmp_path / "t.1.et", [])
+    with pytest.raises(HcsimError, match="comm_src of a send is 1, but the node is in rank 0's file"):
+        read_chakra(tmp_path / "t", ["a", "b"])

@@ -195,17 +195,31 @@ class _Merged:
     members: list[tuple[int, int]] = field(default_factory=list)  # (rank, node id)
 
 
-def _pg_metadata(node: Any) -> dict[str, list[int]]:
-    """PyTorch's process groups from a METADATA_NODE: ``inputs.values`` holds a JSON list of {pg_name, ranks}."""
+def _pg_metadata(node: Any, n: int) -> dict[str, list[int]]:
+    """PyTorch's process groups from a METADATA_NODE: ``inputs.values`` holds a JSON list of {pg_name, ranks}.
+
+    Chakra's PyTorch converter stores ``str(values)``, a Python list around the JSON text;
+    an empty ``ranks`` means every rank (as ASTRA-sim reads it).
+    """
+    import ast
+
     text = node.inputs.values.strip()
     if not text:
         return {}
-    # Chakra's PyTorch converter stores str([json_text]): unwrap the Python list around the JSON text
-    if text.startswith(("['", '["')) and text.endswith(("']", '"]')):
-        text = text[2:-2]
     try:
-        items = json.loads(text)
-        return {str(item["pg_name"]): [int(r) for r in item["ranks"]] for item in items}
+        items: Any = json.loads(text)
+    except ValueError:
+        try:
+            items = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return {}
+    if isinstance(items, list) and items and all(isinstance(i, str) for i in items):
+        try:
+            items = json.loads(items[0])
+        except ValueError:
+            return {}
+    try:
+        return {str(item["pg_name"]): [int(r) for r in item["ranks"]] or list(range(n)) for item in items}
     except (ValueError, TypeError, KeyError):
         return {}  # a metadata node that is not a process-group table: nothing to learn from it
 
@@ -305,7 +319,7 @@ def read_chakra(
     for nodes in per_rank:  # process groups first: a collective may use a group declared on another rank
         for node in nodes:
             if node.type == 1:  # METADATA_NODE
-                pg.update({k: v for k, v in _pg_metadata(node).items() if k not in pg})
+                pg.update({k: v for k, v in _pg_metadata(node, n).items() if k not in pg})
     for name, ranks in pg.items():
         bad = [r for r in ranks if not 0 <= r < n]
         if bad:
@@ -357,6 +371,10 @@ def read_chakra(
                     need = "comm_dst" if send else "comm_src"
                     raise HcsimError(f"{where}: a {kind} needs {need} and comm_size attributes")
                 peer = int(peer)
+                own = _number(attrs, "comm_src" if send else "comm_dst", where)
+                if own is not None and int(own) != rank:
+                    role = "comm_src of a send" if send else "comm_dst of a receive"
+                    raise HcsimError(f"{where}: {role} is {int(own)}, but the node is in rank {rank}'s file")
                 if not 0 <= peer < n or peer == rank:
                     raise HcsimError(f"{where}: peer rank {peer} is invalid (valid: another rank of 0..{n - 1})")
                 tag = int(_number(attrs, "comm_tag", where) or 0)
