@@ -28,6 +28,19 @@ DATA_PARALLEL = ("llama2-13b", "allreduce", "coherent-allreduce")
 (:func:`hcsim.platform.folding.fold_data_parallel`) may stand for them."""
 
 
+def chakra_or_aicb(name: str) -> str | None:
+    """ "chakra" or "aicb" when ``name`` is such a file (or trace prefix), else None."""
+    from hcsim.workload import aicb, chakra
+
+    if name in WORKLOADS or name.endswith(".json"):
+        return None
+    if chakra.is_chakra(name):
+        return "chakra"
+    if aicb.is_aicb(name):
+        return "aicb"
+    return None
+
+
 def workload_by_name(
     name: str,
     ranks: list[str],
@@ -53,6 +66,11 @@ def workload_by_name(
     from hcsim.units import parse_bytes
     from hcsim.workload.builders import allreduce_benchmark, fig3_example
 
+    foreign = chakra_or_aicb(name)
+    if rank_map is not None and not foreign:
+        raise HcsimError(f"--rank-map applies to Chakra traces and AICB files, not {name!r}")
+    if comm_groups is not None and foreign != "chakra":
+        raise HcsimError(f"--comm-groups applies to Chakra traces, not {name!r}")
     if name in WORKLOADS:
         nbytes = parse_bytes(size, what)
         if not nbytes >= 0 or nbytes == float("inf"):
@@ -66,12 +84,12 @@ def workload_by_name(
         return allreduce_benchmark(ranks, nbytes, "coherent_ring" if name == "coherent-allreduce" else "ring", group)
     from hcsim.workload import aicb, chakra
 
+    if foreign == "chakra":
+        return chakra.read_chakra(name, ranks, xpu_flops=xpu_flops, rank_map=rank_map, groups=comm_groups)
+    if foreign == "aicb":
+        return aicb.read_aicb(name, ranks, xpu_flops=xpu_flops, rank_map=rank_map)
     if name.endswith(".json"):
         return Workload.from_json(name)
-    if chakra.is_chakra(name):
-        return chakra.read_chakra(name, ranks, xpu_flops=xpu_flops, rank_map=rank_map, groups=comm_groups)
-    if aicb.is_aicb(name):
-        return aicb.read_aicb(name, ranks, xpu_flops=xpu_flops, rank_map=rank_map)
     if not os.path.exists(name):
         raise HcsimError(
             f"workload {name!r} is unknown (valid: a JSON file, a Chakra trace PATH/PREFIX of PREFIX.RANK.et files, "
