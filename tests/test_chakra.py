@@ -384,3 +384,29 @@ def test_a_send_must_sit_in_its_sources_file(tmp_path: Path) -> None:
     write_et(tmp_path / "t.1.et", [])
     with pytest.raises(HcsimError, match="comm_src of a send is 1, but the node is in rank 0's file"):
         read_chakra(tmp_path / "t", ["a", "b"])
+
+
+def test_data_parallel_training_round_trip_and_time(tmp_path: Path, platforms) -> None:
+    """hcsim's own training graphs (per-layer allreduce, loop-carried edges, layer attributes) as Chakra."""
+    from hcsim.workload.builders import fig3_example
+    from hcsim.workload.llama2 import llama2_13b
+
+    path, xpus = platforms[4]
+    big = llama2_13b(xpus)
+    big.to_chakra(tmp_path, "llama")
+    back = read_chakra(tmp_path / "llama", xpus)
+    assert_same_graph(big, back)
+    assert {k: back.graph[k] for k in big.graph} == dict(big.graph)  # graph attributes too (batches per iteration...)
+    small = fig3_example(xpus[:2])  # fits the star's HBM: run both
+    small.to_chakra(tmp_path, "fig3")
+    again = read_chakra(tmp_path / "fig3", xpus[:2])
+    assert_same_graph(small, again)
+    assert simulate(path, again, 3).makespan == simulate(path, small, 3).makespan
+
+
+def test_attributes_chakra_cannot_hold_must_be_json(tmp_path: Path) -> None:
+    w = Workload(name="odd")
+    w.add_compute("a", 1e9, "x0", is_start=True, handle=object())
+    with pytest.raises(HcsimError, match="vertex 'a': an attribute cannot be written to Chakra"):
+        w.to_chakra(tmp_path)
+    assert list(tmp_path.iterdir()) == []

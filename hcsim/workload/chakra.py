@@ -26,8 +26,9 @@ Reading (:func:`read_chakra`) merges the per-rank graphs into one :class:`Worklo
   which ``hcsim run`` prints. Any other node type is a one-line error.
 
 Writing (:func:`write_chakra`, :meth:`Workload.to_chakra`) is the inverse, with the
-fields Chakra has no place for (precision, footprint, algorithm, loop-carried edges) in
-``hcsim_*`` attributes that other readers ignore, so a written graph reads back equal.
+fields Chakra has no place for (precision, footprint, algorithm, loop-carried edges, other
+vertex and graph attributes as JSON) in ``hcsim_*`` attributes that other readers
+ignore, so a written graph reads back equal.
 """
 
 from __future__ import annotations
@@ -176,6 +177,20 @@ def _attrs(node: Any) -> dict[str, Any]:
     return out
 
 
+def _extras(attrs: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """hcsim's own attributes kept in a JSON string attribute (written by :func:`write_chakra`)."""
+    text = attrs.get(key)
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        raise HcsimError(f"{where}: attribute {key} is not JSON (it is hcsim's own; remove it or fix it)") from None
+    if not isinstance(value, dict):
+        raise HcsimError(f"{where}: attribute {key} must be a JSON object")
+    return value
+
+
 def _number(attrs: dict[str, Any], key: str, where: str) -> float | None:
     value = attrs.get(key)
     if value is None:
@@ -313,9 +328,12 @@ def read_chakra(
     xpu_of = _load_rank_map(rank_map, n, xpus)
     pg = _load_groups(groups)
     per_rank: list[list[Any]] = []
-    for f in files:
-        _, nodes = _read_messages(f)
+    graph_attrs: dict[str, Any] = {}
+    for r, f in enumerate(files):
+        meta, nodes = _read_messages(f)
         per_rank.append(nodes)
+        if r == 0:
+            graph_attrs = _extras(_attrs(meta), "hcsim_graph", f"Chakra file '{f}': GlobalMetadata")
     for nodes in per_rank:  # process groups first: a collective may use a group declared on another rank
         for node in nodes:
             if node.type == 1:  # METADATA_NODE
@@ -361,7 +379,8 @@ def read_chakra(
                 vertex_of[(rank, node.id)] = -1
             elif kind == "COMP_NODE":
                 vertex_of[(rank, node.id)] = len(merged)
-                merged.append(_Merged(node.name, _compute_attrs(node, attrs, xpu_of[rank], xpu_flops, where)))
+                vertex = _compute_attrs(node, attrs, xpu_of[rank], xpu_flops, where)
+                merged.append(_Merged(node.name, dict(_extras(attrs, "hcsim_attrs", where), **vertex)))
                 merged[-1].members.append((rank, node.id))
             elif kind in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
                 send = kind == "COMM_SEND_NODE"
@@ -415,7 +434,8 @@ def read_chakra(
                     f"{rn.id} on rank {dst} has {ra['comm_size']} (they must agree)"
                 )
             name = sn.name if sn.name and sn.name == rn.name else f"p2p:{src}->{dst}:tag{tag}#{k}"
-            attrs = {"type": "comm", "bytes": float(sa["comm_size"]), "kind": "p2p"}
+            attrs = _extras(sa, "hcsim_attrs", f"Chakra send {sn.id} on rank {src}")
+            attrs.update(type="comm", bytes=float(sa["comm_size"]), kind="p2p")
             attrs.update(scope=[xpu_of[src], xpu_of[dst]], algorithm=_algorithm("p2p", sa, algorithms))
             vertex_of[(src, sn.id)] = vertex_of[(dst, rn.id)] = len(merged)
             receives.add((dst, rn.id))
@@ -457,14 +477,17 @@ def read_chakra(
             kind = COLLECTIVE_KINDS[cname]
             names = {node.name for _, node in instance}
             name = first.name if len(names) == 1 and first.name else f"{kind}:{group or '0'}#{k}"
-            attrs = {"type": "comm", "bytes": float(size), "kind": kind}
+            attrs = _extras(fa, "hcsim_attrs", where)
+            attrs.update(type="comm", bytes=float(size), kind=kind)
             attrs.update(scope=[xpu_of[r] for r in members], algorithm=_algorithm(kind, fa, algorithms))
             idx = len(merged)
             merged.append(_Merged(name, attrs, [(r, node.id) for r, node in instance]))
             for r, node in instance:
                 vertex_of[(r, node.id)] = idx
 
-    return _assemble(prefix, merged, vertex_of, receives, deps, loop_deps, skipped, xpu_of, where_of)
+    w = _assemble(prefix, merged, vertex_of, receives, deps, loop_deps, skipped, xpu_of, where_of)
+    w.graph.update({k: v for k, v in graph_attrs.items() if k not in ("ranks", "chakra_skipped")})
+    return w
 
 
 def _compute_attrs(
@@ -667,6 +690,10 @@ def write_chakra(workload: Workload, directory: str | os.PathLike[str], name: st
                 "part in both (Chakra dependencies stay on one rank)"
             )
     order = _write_order(w)
+    extra = {
+        v: _json_extras({k: x for k, x in d.items() if k not in CORE}, f"vertex '{v}'") for v, d in w.nodes(data=True)
+    }
+    graph_json = _json_extras({k: x for k, x in w.graph.items() if k not in ("ranks", "chakra_skipped")}, "graph")
     ids: list[dict[str, int]] = [{} for _ in ranks]
     for v in order:
         for x in on(v):
@@ -676,6 +703,8 @@ def write_chakra(workload: Workload, directory: str | os.PathLike[str], name: st
     comm_type = {kind: pb.CollectiveCommType.Value(c) for c, kind in COLLECTIVE_KINDS.items()}
     for r, x in enumerate(ranks):
         meta = pb.GlobalMetadata(version=SCHEMA_VERSION)
+        if graph_json:
+            meta.attr.add(name="hcsim_graph", string_val=graph_json)
         out = [meta.SerializeToString()]
         if groups:
             table = [{"pg_name": g, "ranks": [rank_of[s] for s in scope]} for scope, g in groups.items()]
@@ -725,6 +754,8 @@ def write_chakra(workload: Workload, directory: str | os.PathLike[str], name: st
                 attr(name="hcsim_algorithm", string_val=str(d["algorithm"]))
             if loops:
                 attr(name="hcsim_loop_deps", uint64_list=pb.Uint64List(values=loops))
+            if extra[v]:
+                attr(name="hcsim_attrs", string_val=extra[v])
             out.append(node.SerializeToString())
         files.append(b"".join(_VarintBytes(len(m)) + m for m in out))
     paths = []
@@ -734,6 +765,23 @@ def write_chakra(workload: Workload, directory: str | os.PathLike[str], name: st
             f.write(data)
         paths.append(path)
     return paths
+
+
+#: vertex attributes with a Chakra field (or an hcsim_* attribute of their own); the rest go to hcsim_attrs
+CORE = frozenset(
+    ("type", "flops", "location", "precision", "mem_bytes", "footprint", "data", "is_start", "bytes", "kind",
+     "algorithm", "scope")
+)  # fmt: skip
+
+
+def _json_extras(values: dict[str, Any], what: str) -> str:
+    """Attributes Chakra has no field for, as JSON text ("" when there are none)."""
+    if not values:
+        return ""
+    try:
+        return json.dumps(values, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise HcsimError(f"{what}: an attribute cannot be written to Chakra ({exc}; valid: JSON values)") from None
 
 
 def _write_order(w: Workload) -> list[str]:
