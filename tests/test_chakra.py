@@ -334,8 +334,8 @@ def test_crosscheck_card_is_the_scripts_output(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == (root / "docs" / "validation.md").read_text()
     rows = [line for line in out.read_text().splitlines() if line.startswith("| `")]
-    ring_rows = [line for line in rows if "| `ring` |" in line or "| `pairwise` |" in line]
-    assert len(ring_rows) == 5 and all(line.endswith("| 1.000000 |") for line in ring_rows)
+    ring_rows = [line for line in rows if "| `ring` |" in line or "| `pairwise` |" in line or "send/recv" in line]
+    assert len(ring_rows) == 6 and all(line.endswith("| 1.000000 |") for line in ring_rows)
 
 
 @needs_samples
