@@ -122,6 +122,23 @@ def test_a_tp4_decode_step_on_a_ring_is_compute_plus_ring_allreduces(ring4):
     assert t == pytest.approx(expected, rel=1e-9)
 
 
+def test_a_mixtral_decode_step_reads_the_experts_its_tokens_touch():
+    spec = load_model("mixtral-8x7b")
+    ranks = [f"x{i}" for i in range(8)]
+    w = inference_step(spec, ranks, batch=1, context=512, phase="decode", tp=8).validate(set(ranks))
+    experts = w.nodes["x0.l0.moe.experts"]
+    per_rank_expert = spec.expert_parameters() // 8 * spec.bytes_per_value
+    assert experts["mem_bytes"] == pytest.approx(2 * per_rank_expert, rel=0.01)  # top-2 of 8: two experts' weights
+    assert "x0.l0.moe.router" in w and "x0.l0.mlp.up" not in w
+
+
+def test_tied_embeddings_are_resident_once():
+    spec = load_model("gpt3-175b")
+    w = inference_step(spec, ["a", "b"], batch=1, context=16, tp=2)
+    assert w.nodes["a.head.lm"]["footprint"] == 0
+    assert w.nodes["a.embedding"]["footprint"] == (25129 * 12288 + 2048 * 12288) * 2
+
+
 def test_tp_splits_xpus_into_replicas():
     spec = SMALL
     w = inference_step(spec, ["a", "b", "c", "d"], batch=3, context=64, tp=2)

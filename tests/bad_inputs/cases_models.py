@@ -84,4 +84,7 @@ CASES = [
         "serve --model llama2-7b --rho 1.5 --system ring --xpus 2 --max-batch 1 --context 16 --output-tokens 1",
         "unstable",
     ),
+    case(
+        "serve-system-without-model", "serve --gpu v100 --rho 0.5 --system cxl --xpus 8", "--system applies to --model"
+    ),
 ]
