@@ -26,6 +26,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from hcsim.platform.commands import build_topology
     from hcsim.workload.named import DATA_PARALLEL, workload_by_name
 
+    if args.iterations is None:
+        if not args.model:
+            raise HcsimError("--iterations is required (valid: an integer >= 1)")
+        args.iterations = 1
     if isinstance(args.iterations, int) and args.iterations < 1:
         raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer >= 1)")
     for out in (args.trace, args.csv, args.links):
@@ -42,6 +46,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )  # fmt: skip
         built.append(w)
         return w
+
+    if args.model or args.workload is None:  # a transformer (issue 16): hcsim.workload.models.commands
+        from hcsim.workload.models.commands import model_workload
+
+        workload = model_workload(args)
 
     if args.platform:
         if args.system:
@@ -60,9 +69,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent)")
         topo = build_topology(args)
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
-        if args.fast and args.workload not in DATA_PARALLEL:
+        if args.fast and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
-                f"--fast applies to data-parallel workloads, not {args.workload!r} (valid: {', '.join(DATA_PARALLEL)})"
+                f"--fast applies to data-parallel workloads, not {args.workload or args.model!r} "
+                f"(valid: {', '.join(DATA_PARALLEL)})"
             )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
@@ -102,14 +112,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
     r.add_argument(
         "--workload",
-        required=True,
         help=f"workload JSON file (Workload.to_json), Chakra trace PATH/PREFIX (PREFIX.RANK.et), AICB workload file, "
         f"or one of {', '.join(_WORKLOADS)}",
     )
     r.add_argument("--rank-map", help='Chakra/AICB: JSON file placing ranks on XPUs ({"0": "xpu3", ...} or a list)')
     r.add_argument("--comm-groups", help='Chakra: ASTRA-sim communicator-group JSON ({"1": [0, 1], ...})')
+    from hcsim.cli import _load  # the models' options, without importing hcsim.workload (--help stays light)
+
+    _load("hcsim.workload.models.commands").add_run_options(r)  # --model --inference --batch --context --tp
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
-    r.add_argument("--iterations", type=int, required=True, help="iterations to run (>= 1)")
+    r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
     coh = r.add_mutually_exclusive_group()
     coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")
     coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
