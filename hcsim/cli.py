@@ -30,7 +30,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -87,10 +89,34 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt_once(signum: int, frame: object) -> None:
+    """The first Ctrl-C stops the command (KeyboardInterrupt); later ones are ignored while it cleans up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return its exit status."""
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return its exit status.
+
+    Ctrl-C, once or several times, ends with one line ``hcsim: interrupted`` and exit 130:
+    the first interrupts, the cleanup it starts (kill the simulation children, remove
+    temporary files) is not interrupted by the next ones.
+    """
     parser = make_parser()
     args = parser.parse_args(argv)
+    previous = signal.getsignal(signal.SIGINT)
+    own = threading.current_thread() is threading.main_thread() and previous is signal.default_int_handler
+    if own:
+        signal.signal(signal.SIGINT, _interrupt_once)
+    try:
+        return _dispatch(args)
+    finally:  # once interrupted, Ctrl-C stays ignored until the process has exited
+        if own and signal.getsignal(signal.SIGINT) is _interrupt_once:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; turn the ways it can fail into one line and an exit status."""
     try:
         return args.func(args)
     except HcsimError as exc:
