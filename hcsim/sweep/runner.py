@@ -288,12 +288,12 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
             ): p
             for p in points
         }
-        for fut in dask_completed(futures):
-            p = futures[fut]
+        for fut in dask_completed(list(futures)):
+            p = futures.pop(fut)
             try:
-                yield fut.result()
+                row = fut.result()
             except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker after repeated worker deaths
-                yield {
+                row = {
                     "id": p.id,
                     "params": p.params,
                     "status": "error",
@@ -302,6 +302,11 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
                     "seconds": None,
                     "worker": None,
                 }
+            # Let the cluster forget a point once its row is here: a result Dask still holds on a
+            # worker that then dies would be computed again, to be handed to nobody.
+            fut.release()
+            del fut
+            yield row
     finally:
         client.close()
         if cluster is not None:
