@@ -202,11 +202,16 @@ def tag():
 
 # ---------------------------------------------------------------------- the sweep client dies
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "one Ctrl-C", "two Ctrl-C"])
-def test_sweep_client_killed_then_resumed(how, tmp_path, tag):
+@pytest.mark.parametrize(
+    ("how", "executor"),
+    [("SIGKILL", "local"), ("SIGTERM", "local"), ("one Ctrl-C", "local"), ("two Ctrl-C", "local"),
+     ("SIGKILL", "dask"), ("two Ctrl-C", "dask")],
+)  # fmt: skip
+def test_sweep_client_killed_then_resumed(how, executor, tmp_path, tag):
     sweep = Sweep(tmp_path, points=6, seconds=1.5, tag=tag)
+    args = ("-j", "2", "--executor", executor)  # dask: a local cluster the sweep starts and owns
     t0 = time.monotonic()
-    proc = sweep.start("-j", "2")
+    proc = sweep.start(*args)
     try:
         _wait_for(lambda: len(sweep.rows()) >= 1 and len(sweep.children()) >= 3, 90, "a row and running points")
         if how == "SIGKILL":
@@ -234,7 +239,7 @@ def test_sweep_client_killed_then_resumed(how, tmp_path, tag):
     assert 1 <= len(done) < sweep.points
     before = sweep.executions()
 
-    again = sweep.run("-j", "2")
+    again = sweep.run(*args)
     assert again.returncode == 0, again.stderr
     assert f"{sweep.points} points, {len(done)} already done, {sweep.points - len(done)} ok, 0 failed" in again.stdout
     sweep.assert_complete()
@@ -242,7 +247,8 @@ def test_sweep_client_killed_then_resumed(how, tmp_path, tag):
     assert all(after[v] == before[v] for v in done)  # nothing with a row ran again
     assert all(after[v] == before.get(v, 0) + 1 for v in range(sweep.points) if v not in done)
     assert_nothing_leaked(tag)
-    print(f"{how}: stopped after {killed_at:.1f} s, {len(done)} rows kept, resumed in {time.monotonic() - t0:.1f} s")
+    total = time.monotonic() - t0
+    print(f"{how} ({executor}): stopped after {killed_at:.1f} s, {len(done)} rows kept, all done at {total:.1f} s")
 
 
 # ---------------------------------------------------------------------- a Dask worker dies
@@ -405,3 +411,19 @@ def test_run_killed_mid_simulation_leaves_no_simulation_and_no_output(tmp_path, 
     _wait_for(lambda: not any(_alive(c) for c in seen), 10, "the SimGrid child to die with its parent")
     assert os.listdir(tmp_path) == []  # nothing written, not even a temporary file
     assert_nothing_leaked(tag)
+
+
+# ---------------------------------------------------------------------- where the sweep function comes from
+def test_a_sweep_function_in_the_current_directory_is_found_by_the_hcsim_script(tmp_path, tag):
+    """The ``hcsim`` script (unlike ``python -m``) has no current directory on sys.path; points always had it."""
+    (tmp_path / "study").mkdir()
+    sweep = Sweep(tmp_path / "study", points=2, seconds=0.0, tag=tag)
+    script = tmp_path / "bin" / "hcsim"
+    script.parent.mkdir()
+    script.write_text("import sys\nfrom hcsim.cli import main\nsys.exit(main())\n")  # as pip's entry point does
+    r = subprocess.run(
+        [sys.executable, str(script), "sweep", "spec.yaml", "--out", str(sweep.out), "-j", "1"],
+        cwd=sweep.dir, env=sweep.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0 and "2 points, 0 already done, 2 ok" in r.stdout, r
+    sweep.assert_complete()

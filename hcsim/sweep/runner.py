@@ -18,6 +18,7 @@ is killed at its timeout and dies with its parent (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -260,12 +261,30 @@ def _local(spec: SweepSpec, points: list[Point], jobs: int) -> Iterator[dict[str
         pool.shutdown(wait=True)
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start local Dask workers with SIGINT ignored (inherited through exec): Ctrl-C is the client's.
+
+    Otherwise a Ctrl-C at the terminal reaches every worker of the foreground process
+    group, and each prints its tracebacks; the client closes the cluster instead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None) -> Iterator[dict[str, Any]]:
     import dask
     from distributed import Client, LocalCluster
     from distributed import as_completed as dask_completed
 
     cluster = None
+    finished = False
     here = os.getcwd()
     if scheduler:
         quiet = logging.getLogger("distributed")
@@ -278,8 +297,14 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
         finally:
             quiet.setLevel(level)
     else:
-        with dask.config.set({"distributed.worker.daemon": False}):
-            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+        with dask.config.set({"distributed.worker.daemon": False}), _workers_ignore_ctrl_c():
+            cluster = LocalCluster(
+                n_workers=jobs,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,  # a closing worker warns of every task it cancels
+            )
         client = Client(cluster)
     try:
         futures = {
@@ -307,7 +332,11 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
             fut.release()
             del fut
             yield row
+        finished = True
     finally:
+        if not finished and cluster is not None:  # our own workers: stop their points, then close them
+            with contextlib.suppress(Exception):
+                client.run(kill_running_points)
         client.close()
         if cluster is not None:
             cluster.close()
