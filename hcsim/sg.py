@@ -198,6 +198,7 @@ def _child(parent: int, conn: Any, fn: Callable[..., Any], args: tuple, kwargs: 
     global _IGNORE_INTERRUPTS
     _IGNORE_INTERRUPTS = True  # Ctrl-C is the parent's to handle: it kills this process
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's Python handler: just end
     die_with_parent(parent)
     for end in _PARENT_ENDS:  # the parent's ends of this and any sibling's pipe: a dead reader means EPIPE
         end.close()
@@ -214,8 +215,13 @@ def _child(parent: int, conn: Any, fn: Callable[..., Any], args: tuple, kwargs: 
             answer = ("hcsim", str(exc))
         except BaseException as exc:  # noqa: BLE001 - everything crosses back as text
             answer = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-        conn.send(answer)
-    except (BrokenPipeError, OSError):  # the parent is gone: nobody to answer
+        try:
+            conn.send(answer)
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    except OSError:  # the parent is gone (EPIPE: this process holds no reading end): nobody to answer
         pass
     finally:
         sys.stdout.flush()
