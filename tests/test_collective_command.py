@@ -85,7 +85,7 @@ def test_csv_and_png_written_atomically(capsys, tmp_path):
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == [
         "kind", "algorithm", "ranks", "size_bytes", "time_us", "algbw_gbps", "busbw_gbps", "best", "exact",
-        "activities", "wall_s",
+        "activities",
     ]  # fmt: skip
     assert [int(r["size_bytes"]) for r in rows] == [1024, 2048, 4096]
     assert all(r["best"] == "True" for r in rows)

@@ -178,7 +178,8 @@ def _cmd_collective(args: argparse.Namespace) -> int:
 
         os.makedirs(args.out, exist_ok=True)
         base = os.path.join(args.out, f"collective_{args.kind}")
-        write_csv(base + ".csv", rows, _COLUMNS + ("wall_s",))
+        # not wall_s: host time would make reruns differ (the --json output still has it)
+        write_csv(base + ".csv", [{k: r[k] for k in _COLUMNS} for r in rows], _COLUMNS)
         _plot(rows, args.kind, f"{args.kind}, {n} ranks ({where})", base + ".png")
     if args.json:
         from hcsim.outputs import json_text

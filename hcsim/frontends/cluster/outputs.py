@@ -30,8 +30,10 @@
   (AnalySIM's fragmentation measure; 8 is ideal on 8-GPU nodes), preemptions,
   migrations, rejected jobs with reasons; times in seconds, their keys end in ``_s``
   (``jct_mean_s``, ``makespan_s``; the old unsuffixed names still read from the returned
-  dict, see :data:`SUMMARY_ALIASES`). ``wall_s`` is the host time of the run: the one
-  field that differs between identical runs.
+  dict, see :data:`SUMMARY_ALIASES`). The dict :func:`summarize` returns also has
+  ``wall_s``, the host time of the run; it differs between identical runs, so it is
+  not written to ``summary.json`` (the command prints it): every file is the same
+  byte for byte for the same trace and options.
 * ``series.csv`` / ``series.png``: #usedGPU, #usedNodes and their ratio, pending and
   running jobs over time.
 * ``trace.json``: a Chrome trace (chrome://tracing, Perfetto; built by
@@ -70,6 +72,8 @@ JOB_FIELDS = [
     "success", "final_state", "starting_time", "execution_time", "finish_time", "waiting_time", "turnaround_time",
     "stretch", "consumed_energy", "allocated_resources", "partition", "user", "segment", "preemptions", "migrations",
 ]  # fmt: skip
+#: Summary keys measured on the host, not simulated: kept out of ``summary.json`` (not reproducible).
+HOST_FIELDS = ("wall_s",)
 SERIES_FIELDS = ["time_s", "used_gpus", "used_nodes", "gpus_per_used_node", "pending", "running"]
 
 #: Summary keys before they carried their unit -> today's; the old names still read (deprecated).
@@ -346,7 +350,7 @@ def write_outputs(
     series = [(t, g, n, g / n if n else 0.0, p, r) for t, g, n, p, r in result.series]
     write_csv(os.path.join(out, "series.csv"), series, SERIES_FIELDS, line_end="\n")
     summary = summarize(result)
-    write_json(os.path.join(out, "summary.json"), summary)
+    write_json(os.path.join(out, "summary.json"), {k: v for k, v in summary.items() if k not in HOST_FIELDS})
     chrome_trace(result).write(os.path.join(out, "trace.json"))
     _plot_series(result, os.path.join(out, "series.png"))
     for t in snapshots if snapshots is not None else [result.makespan / 2]:
