@@ -168,3 +168,15 @@ def test_with_all_an_algorithm_the_engine_refuses_is_a_note(capsys, monkeypatch)
     assert any(n.startswith("not run: direct: allreduce 'direct' over 4 ranks starts") for n in doc["notes"])
     code, _, err = run(capsys, *RING, "--algorithm", "direct", "--sizes", "1MiB")
     assert code == 2 and err.count("\n") == 1 and "starts" in err
+
+
+@pytest.mark.parametrize("name", ["direct", "hierarchical", "double_binary_tree"])
+def test_run_takes_the_allreduce_algorithm_of_the_data_parallel_workloads(capsys, name):
+    """`hcsim run --workload allreduce --algorithm X` times what `hcsim collective --algorithm X` times."""
+    system = ["--system", "cxl", "--xpus", "16"]
+    assert main(["run", *system, "--workload", "allreduce", "--bytes", "64MiB", "--algorithm", name,
+                 "--iterations", "1", "--json"]) == 0  # fmt: skip
+    ran = json.loads(capsys.readouterr().out)
+    code, out, _ = run(capsys, *system, "--algorithm", name, "--sizes", "64MiB", "--json")
+    assert code == 0
+    assert ran["makespan_s"] * 1e6 == pytest.approx(json.loads(out)["rows"][0]["time_us"], rel=1e-12)

@@ -42,7 +42,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     def workload(ranks: list[str], group: int | None):  # noqa: ANN202 - a Workload
         w = workload_by_name(
             args.workload, ranks, group, size=args.bytes, what="--bytes", xpu_flops=rates, rank_map=args.rank_map,
-            comm_groups=args.comm_groups,
+            comm_groups=args.comm_groups, algorithm=args.algorithm,
         )  # fmt: skip
         built.append(w)
         return w
@@ -74,6 +74,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"--fast applies to data-parallel workloads, not {args.workload or args.model!r} "
                 f"(valid: {', '.join(DATA_PARALLEL)})"
             )
+        if args.fast and args.algorithm is not None:
+            from hcsim.collectives import algorithm
+
+            if not algorithm("allreduce", args.algorithm).ring:
+                raise HcsimError(
+                    f"--fast folds and memoizes ring allreduces only, and --algorithm {args.algorithm!r} is not one "
+                    "(valid: drop --fast to run it exactly, or a ring algorithm such as ring or coherent_ring)"
+                )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
     summary = report.summarize(result)
@@ -121,6 +129,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     _load("hcsim.workload.models.commands").add_run_options(r)  # --model --inference --batch --context --tp
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
+    r.add_argument(
+        "--algorithm",
+        help="allreduce algorithm of llama2-13b and allreduce (default ring): a name of 'hcsim collective "
+        "--algorithm all', module:function, or an MSCCL-IR .xml",
+    )
     r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
     coh = r.add_mutually_exclusive_group()
     coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")

@@ -51,6 +51,7 @@ def workload_by_name(
     xpu_flops: Mapping[str, float] | None = None,
     rank_map: str | None = None,
     comm_groups: str | None = None,
+    algorithm: str | None = None,
 ) -> Workload:
     """The workload ``name`` on ``ranks``: one of :data:`WORKLOADS`, a JSON file (:meth:`Workload.to_json`),
     a Chakra trace ``PATH/PREFIX`` (files ``PREFIX.RANK.et``, see :mod:`hcsim.workload.chakra`) or a SimAI
@@ -61,7 +62,10 @@ def workload_by_name(
     count when ``ranks`` are a fold's representatives. ``what`` names ``size`` in
     error messages (the CLI passes ``"--bytes"``). ``xpu_flops`` (fp32 FLOP/s per XPU),
     ``rank_map`` and ``comm_groups`` are for Chakra traces and AICB files (rank placement,
-    durations to FLOPs).
+    durations to FLOPs). ``algorithm`` is the allreduce algorithm of ``llama2-13b`` and
+    ``allreduce`` (any name of :func:`hcsim.collectives.names`, a ``module:function`` plug-in
+    or an MSCCL-IR file; default ``ring``); ``coherent-allreduce`` is ``allreduce`` with
+    ``coherent_ring``.
     """
     from hcsim.units import parse_bytes
     from hcsim.workload.builders import allreduce_benchmark, fig3_example
@@ -71,6 +75,8 @@ def workload_by_name(
         raise HcsimError(f"--rank-map applies to Chakra traces and AICB files, not {name!r}")
     if comm_groups is not None and foreign != "chakra":
         raise HcsimError(f"--comm-groups applies to Chakra traces, not {name!r}")
+    if algorithm is not None and name not in ("llama2-13b", "allreduce"):
+        raise HcsimError(f"--algorithm applies to the llama2-13b and allreduce workloads, not {name!r}")
     if name in WORKLOADS:
         nbytes = parse_bytes(size, what)
         if not nbytes >= 0 or nbytes == float("inf"):
@@ -80,8 +86,9 @@ def workload_by_name(
         if name == "llama2-13b":
             from hcsim.workload.llama2 import llama2_13b
 
-            return llama2_13b(ranks, group=group)
-        return allreduce_benchmark(ranks, nbytes, "coherent_ring" if name == "coherent-allreduce" else "ring", group)
+            return llama2_13b(ranks, algorithm=algorithm or "ring", group=group)
+        default = "coherent_ring" if name == "coherent-allreduce" else "ring"
+        return allreduce_benchmark(ranks, nbytes, algorithm or default, group)
     from hcsim.workload import aicb, chakra
 
     if foreign == "chakra":
