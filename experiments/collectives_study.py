@@ -163,7 +163,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="8 and 16 XPUs, six sizes (under a minute)")
     parser.add_argument("--out", default="results", help="output directory")
     parser.add_argument("--scales", help="comma list of XPU counts (default 8,64,256,1024; --quick 8,16)")
-    parser.add_argument("--skip-llama", action="store_true", help="the collective sweep only")
+    parser.add_argument(
+        "--part", choices=("both", "collectives", "llama"), default="both", help="run part 1, part 2 or both"
+    )
+    parser.add_argument("--skip-llama", action="store_true", help="the collective sweep only (= --part collectives)")
     parser.add_argument("--all-sizes", action="store_true", help="every power of two from 1 KiB to 4 GiB (23 sizes)")
     add_sweep_arguments(parser)
     args = parser.parse_args()
@@ -172,6 +175,16 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     suffix = "_quick" if args.quick else ""
 
+    if args.skip_llama:
+        args.part = "collectives"
+    if args.part != "llama":
+        collectives_part(args, scales, sizes, suffix)
+    if args.part != "collectives":
+        llama_part(args, scales, suffix)
+
+
+def collectives_part(args: argparse.Namespace, scales: list[int], sizes: list[str], suffix: str) -> None:
+    """Part 1: every allreduce algorithm x sizes x scales x systems."""
     name = "collectives_study" + suffix
     spec = SweepSpec(
         "hcsim.sweep.experiments:collective",
@@ -213,9 +226,10 @@ def main() -> None:
     write_csv(os.path.join(args.out, f"{name}.csv"), table, list(table[0]))
     _plot_busbw(table, scales, os.path.join(args.out, f"{name}.png"))
     print(f"wrote {args.out}/{name}.csv and .png ({len(table)} points)")
-    if args.skip_llama:
-        return
 
+
+def llama_part(args: argparse.Namespace, scales: list[int], suffix: str) -> None:
+    """Part 2: LLaMA2-13B data parallel with each allreduce algorithm."""
     name = "collectives_llama" + suffix
     spec = SweepSpec("hcsim.sweep.experiments:llama2_13b", fixed={"iterations": 2}, points=llama_points(scales))
     rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
