@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["register"]
+from hcsim.errors import HcsimError
+
+__all__ = ["MAX_JOBS", "register"]
+
+MAX_JOBS = 256
+"""Most parallel points (``-j``): each is a process of its own (and a Dask worker with ``--executor dask``)."""
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from hcsim.sweep import load_spec, run_sweep
 
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise HcsimError(f"-j/--jobs {args.jobs} is invalid (valid: an integer from 1 to {MAX_JOBS} parallel points)")
     spec = load_spec(args.spec)
     report = run_sweep(spec, out=args.out, executor=args.executor, jobs=args.jobs, scheduler=args.scheduler)
     print(
