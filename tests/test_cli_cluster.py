@@ -39,3 +39,29 @@ def test_queues_command_and_its_errors():
     assert "mql" in r.stdout
     assert_one_line_error(run("queues", "--set", "4a"), "set '4a' is unknown")
     assert_one_line_error(run("queues", "--method", "fastest"), "fastest")
+
+
+def test_cluster_removes_its_new_out_directory_when_writing_fails(tmp_path, monkeypatch, capsys):
+    """A failure while writing the outputs leaves neither files written before it nor the directory it created."""
+    from hcsim.cli import main
+    from hcsim.errors import HcsimError
+    from hcsim.frontends.cluster import outputs
+
+    def write_then_fail(result, jobs, directory, snapshots=None):
+        os.makedirs(directory, exist_ok=True)
+        (tmp_path / "new" / "jobs.csv").write_text("partial")
+        raise HcsimError("the plot cannot be drawn")
+
+    monkeypatch.setattr(outputs, "write_outputs", write_then_fail)
+    assert main(["cluster", "--trace", HELIOS, "--xpus", "32", "--out", str(tmp_path / "new")]) == 2
+    assert "the plot cannot be drawn" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "mine.txt").write_text("a file the user had")
+    monkeypatch.setattr(outputs, "write_outputs", lambda r, j, d, s=None: ((kept / "jobs.csv").write_text("x"), 1 / 0))
+    try:
+        main(["cluster", "--trace", HELIOS, "--xpus", "32", "--out", str(kept)])
+    except ZeroDivisionError:
+        pass
+    assert sorted(p.name for p in kept.iterdir()) == ["mine.txt"]

@@ -23,6 +23,12 @@ from hcsim.errors import HcsimError
 __all__ = ["register"]
 
 _KINDS = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall")  # bench.BENCH_KINDS
+MAX_XPUS = 4096
+"""Most ``--xpus`` of a system built on the fly: the paper's largest system."""
+MAX_SIZE = 2**50
+"""Largest ``--sizes`` entry (1 PiB): with up to 4096 ranks every flow stays below SimGrid's 2**64-byte limit."""
+MAX_ITERATIONS = 10_000
+"""Most ``--iterations`` per point: every collective of every iteration is simulated."""
 _COLUMNS = (
     "kind",
     "algorithm",
@@ -99,11 +105,18 @@ def _cmd_collective(args: argparse.Namespace) -> int:
 
     from hcsim.collectives.bench import has_fast_path, measure, measure_fast, parse_sizes, select_algorithms
 
-    if isinstance(args.iterations, int) and args.iterations < 1:
-        raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer >= 1)")
+    if isinstance(args.iterations, int) and not 1 <= args.iterations <= MAX_ITERATIONS:
+        raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer from 1 to {MAX_ITERATIONS:,})")
     if args.kind not in _KINDS:
         raise HcsimError(f"--kind {args.kind!r} is unknown (valid: {', '.join(_KINDS)})")
+    if args.xpus is not None and args.xpus > MAX_XPUS:
+        raise HcsimError(f"--xpus {args.xpus} is invalid (valid: at most {MAX_XPUS}, the largest system built here)")
     sizes = parse_sizes(args.sizes)
+    if sizes[-1] > MAX_SIZE:
+        raise HcsimError(
+            f"--sizes {args.sizes!r} reaches {float(sizes[-1]):.4g} bytes "
+            f"(valid: sizes up to 1PiB = {MAX_SIZE:,} bytes)"
+        )
     if args.out:
         _check_out_dir(args.out)
 

@@ -20,7 +20,46 @@ from hcsim.errors import HcsimError
 from hcsim.flags import DeprecatedAlias, rate_type
 from hcsim.units import parse_time
 
-__all__ = ["register"]
+__all__ = ["MAX_JOBS", "MAX_SERVERS", "MAX_SEED", "register"]
+
+MAX_JOBS = 100_000_000
+"""Most ``--requests`` one run simulates: the run keeps about 40 bytes per request in memory (4 GB at this bound)."""
+MAX_SERVERS = 4096
+"""Most ``--servers``: the star platform is compiled and simulated whole (the paper's largest system has 4096 XPUs)."""
+MAX_SEED = 2**63 - 1
+"""Seeds are non-negative 64-bit integers (numpy's generators refuse negative ones)."""
+
+
+def _check_count(value: int, flag: str, low: int, high: int, why: str = "") -> None:
+    """Refuse an integer flag outside [low, high], naming the flag and the valid range."""
+    if not low <= value <= high:
+        raise HcsimError(f"{flag} {value} is invalid (valid: an integer from {low} to {high:,}{why})")
+
+
+def _finite(value: float | None, flag: str, low: float, strict: bool = False, example: str = "") -> None:
+    """Refuse a float flag that is NaN, infinite or below ``low`` (or equal to it when ``strict``)."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < low or (strict and value == low):
+        bound = f"> {low:g}" if strict else f">= {low:g}"
+        raise HcsimError(f"{flag} {value!r} is invalid (valid: a finite number {bound}{example})")
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Every flag checked before anything is built or simulated: one line naming the flag and what is valid."""
+    _check_count(args.requests, "--requests", 1, MAX_JOBS, " requests to simulate")
+    _check_count(args.servers, "--servers", 1, MAX_SERVERS, ", the XPUs of the serving platform")
+    _check_count(args.seed, "--seed", 0, MAX_SEED)
+    if args.max_batch is not None:
+        _check_count(args.max_batch, "--max-batch", 1, 2**31 - 1, "; omit it for no limit")
+    if args.gpu and (args.beta is not None or args.c0 is not None):
+        flag = "--beta" if args.beta is not None else "--c0"
+        raise HcsimError(f"{flag} applies with --alpha only (valid: omit it with --gpu, whose energies are fitted)")
+    _finite(args.beta, "--beta", 0.0, example=" joules per job in a batch, e.g. 0.1")
+    _finite(args.c0, "--c0", 0.0, example=" joules per batch, e.g. 0.5")
+    _finite(args.rate, "--rate", 0.0, strict=True, example=" jobs/s, e.g. 500")
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -32,6 +71,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from hcsim.frontends import batching as fb
     from hcsim.platform import builders, compile_platform
 
+    _check_arguments(args)
     model = None
     stray = [f"--{k.replace('_', '-')}" for k in ("system", "xpus", "mix", "tp", "context") if getattr(args, k)]
     if stray and not args.model:
@@ -50,23 +90,29 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         alpha, tau0 = parse_time(args.alpha, "--alpha"), parse_time(args.tau0, "--tau0")
         beta = args.beta if args.beta is not None else math.nan
         c0 = args.c0 if args.c0 is not None else math.nan
-        if not alpha > 0 or not tau0 >= 0:
-            bad, value = ("--alpha", args.alpha) if not alpha > 0 else ("--tau0", args.tau0)
-            raise HcsimError(f"{bad} {value!r} is invalid (valid: --alpha > 0 and --tau0 >= 0, e.g. 2ms and 5ms)")
+        if not (alpha > 0 and math.isfinite(alpha)) or not (tau0 >= 0 and math.isfinite(tau0)):
+            bad_alpha = not (alpha > 0 and math.isfinite(alpha))
+            bad, value = ("--alpha", args.alpha) if bad_alpha else ("--tau0", args.tau0)
+            raise HcsimError(
+                f"{bad} {value!r} is invalid (valid: finite --alpha > 0 and --tau0 >= 0, e.g. 2ms and 5ms)"
+            )
     max_delay = None if args.max_delay is None else parse_time(args.max_delay, "--max-delay")
-    if max_delay is not None and not max_delay >= 0:
-        raise HcsimError(f"--max-delay {args.max_delay!r} is invalid (valid: a duration >= 0, e.g. 5ms)")
+    if max_delay is not None and not (max_delay >= 0 and math.isfinite(max_delay)):
+        raise HcsimError(f"--max-delay {args.max_delay!r} is invalid (valid: a finite duration >= 0, e.g. 5ms)")
     m = math.inf if args.max_batch is None else args.max_batch
-    if args.servers < 1:
-        raise HcsimError(f"--servers {args.servers} is invalid (valid: an integer >= 1)")
     if args.rho is not None:
-        if not 0 < args.rho:
-            raise HcsimError(f"--rho {args.rho} is invalid (valid: 0 < rho < 1)")
+        if not 0 < args.rho:  # rho >= 1 is refused below as unstable, with the capacity
+            raise HcsimError(f"--rho {args.rho} is invalid (valid: 0 < rho < 1, the load per server)")
         lam_server = args.rho / alpha
     else:
         lam_server = args.rate / args.servers
     if model is None:
-        fb.check_stable(lam_server, alpha, tau0, m)
+        try:
+            fb.check_stable(lam_server, alpha, tau0, m)
+        except HcsimError as exc:
+            if math.isinf(m) or lam_server * alpha >= 1:
+                raise
+            raise HcsimError(f"--max-batch {args.max_batch} is too small for this load: {exc}") from None
         topo, servers = builders.star(args.servers, "V100"), None
     else:
         from hcsim.platform.commands import build_topology

@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import argparse
 
+from hcsim.errors import HcsimError
 from hcsim.flags import DeprecatedAlias
 
-__all__ = ["register"]
+__all__ = ["MAX_WORKERS", "register"]
+
+MAX_WORKERS = 256
+"""Most parallel points (``-j/--workers``): each is a process (and a Dask worker with ``--executor dask``)."""
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from hcsim.sweep import load_spec, run_sweep
 
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise HcsimError(
+            f"-j/--workers {args.workers} is invalid (valid: an integer from 1 to {MAX_WORKERS} parallel points)"
+        )
     spec = load_spec(args.spec)
     report = run_sweep(spec, out=args.out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
     print(

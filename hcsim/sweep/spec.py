@@ -25,6 +25,7 @@ import importlib
 import inspect
 import itertools
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,14 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 
-__all__ = ["SweepSpec", "Point", "load_spec", "resolve_function"]
+__all__ = ["MAX_NODES", "MAX_POINTS", "MAX_TIMEOUT", "SweepSpec", "Point", "load_spec", "resolve_function"]
+
+MAX_POINTS = 100_000
+"""Most points one spec may expand to (grid product plus explicit points): each is a process and a results row."""
+MAX_NODES = 100_000
+"""Most values a spec may hold once YAML aliases are expanded: bounds anchor bombs ("billion laughs")."""
+MAX_TIMEOUT = 1e7
+"""Longest ``timeout`` per point, in seconds (about 116 days; far beyond it the OS timers overflow)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class SweepSpec:
             )
         if not isinstance(data.get("function"), str):
             raise HcsimError(f"{source}: 'function' is required (valid: 'module:function')")
+        _split_reference(data["function"])
         grid, fixed, points = data.get("grid") or {}, data.get("fixed") or {}, data.get("points") or []
         if not isinstance(grid, dict) or not isinstance(fixed, dict) or not isinstance(points, list):
             raise HcsimError(f"{source}: 'grid' and 'fixed' must be mappings and 'points' a list of mappings")
@@ -71,10 +80,23 @@ class SweepSpec:
                 raise HcsimError(f"{source}: grid parameter '{name}' has no values (valid: a non-empty list)")
         if not all(isinstance(p, dict) for p in points):
             raise HcsimError(f"{source}: every entry of 'points' must be a mapping of parameters")
+        count = math.prod(len(values) for values in grid.values()) if grid else 0
+        if count + len(points) > MAX_POINTS:
+            raise HcsimError(
+                f"{source}: the grid and points make {count + len(points):,} points "
+                f"(valid: at most {MAX_POINTS:,}; split the sweep into several specs)"
+            )
         timeout = data.get("timeout")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise HcsimError(f"{source}: timeout {timeout!r} is invalid (valid: seconds > 0)")
-        return cls(data["function"], dict(grid), dict(fixed), list(points), timeout, data.get("out"))
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT
+        ):
+            raise HcsimError(
+                f"{source}: timeout {timeout!r} is invalid (valid: seconds > 0, at most {MAX_TIMEOUT:.0e})"
+            )
+        out = data.get("out")
+        if out is not None and (not isinstance(out, str) or not out.strip()):
+            raise HcsimError(f"{source}: out {out!r} is invalid (valid: a file path, e.g. results/sweep.jsonl)")
+        return cls(data["function"], dict(grid), dict(fixed), list(points), timeout, out)
 
     def expand(self) -> list[Point]:
         """Every point: fixed parameters, then the grid product, then the explicit points."""
@@ -114,31 +136,98 @@ def point_id(function: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def _split_reference(ref: str) -> tuple[str, str]:
+    """``module:function`` split in two; one line naming ``ref`` unless it has that form with an absolute module."""
+    module, _, name = ref.partition(":")
+    valid = "(valid: 'module:function' with an absolute module path, e.g. hcsim.sweep.experiments:allreduce)"
+    if not module.strip() or not name.strip():
+        raise HcsimError(f"function {ref!r} is invalid {valid}")
+    if module.startswith("."):
+        raise HcsimError(f"function {ref!r} names a relative module, which has no package to start from {valid}")
+    return module, name
+
+
 def resolve_function(ref: str) -> Callable[..., Any]:
     """The function named ``module:function``."""
-    module, _, name = ref.partition(":")
-    if not module or not name:
-        raise HcsimError(
-            f"function {ref!r} is invalid (valid: 'module:function', e.g. hcsim.sweep.experiments:allreduce)"
-        )
+    module, name = _split_reference(ref)
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise HcsimError(f"function {ref!r} cannot be imported: {exc}") from None
+    except Exception as exc:  # the module itself fails on import: its error, in one line
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise HcsimError(f"function {ref!r}: importing '{module}' failed: {type(exc).__name__}: {first}") from None
     if not callable(fn):
         raise HcsimError(f"{ref!r} is not a function")
     return fn
 
 
+_SHALLOW = "a few levels of mappings and lists"
+
+
+def _expanded_size(data: Any, source: str) -> int:
+    """How many values ``data`` holds with every shared (aliased) value counted at each use.
+
+    PyYAML builds an alias as a reference to the anchored object, so a "billion laughs"
+    spec loads quickly as a small graph but expands to a huge tree when used. This
+    counts the tree on the graph (each object once, memoized): linear in what was loaded.
+    Raises :class:`HcsimError` beyond :data:`MAX_NODES` or for a value that contains itself.
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(obj: Any) -> int:
+        if not isinstance(obj, (dict, list)):
+            return 1
+        key = id(obj)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise HcsimError(f"{source}: a YAML alias refers to a value that contains it (valid: no recursive aliases)")
+        active.add(key)
+        children = [v for kv in obj.items() for v in kv] if isinstance(obj, dict) else obj
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > MAX_NODES:
+                break
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        total = size(data)
+    except RecursionError:
+        raise HcsimError(f"{source}: the spec is nested too deeply (valid: {_SHALLOW})") from None
+    if total > MAX_NODES:
+        raise HcsimError(
+            f"{source}: the spec holds more than {MAX_NODES:,} values once its YAML aliases are expanded "
+            "(valid: a spec of ordinary size; anchors and aliases that expand to so much are refused)"
+        )
+    return total
+
+
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
-    """Read a YAML (or JSON) sweep spec."""
+    """Read a YAML (or JSON) sweep spec: UTF-8 text, of bounded size once aliases are expanded."""
     import yaml
 
     try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
         raise HcsimError(f"sweep spec '{path}' does not exist") from None
+    except IsADirectoryError:
+        raise HcsimError(f"sweep spec '{path}' is a directory (valid: a YAML file)") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise HcsimError(f"sweep spec '{path}' line {line}: not UTF-8 text (valid: a UTF-8 YAML file)") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise HcsimError(f"sweep spec '{path}' is not valid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise HcsimError(f"sweep spec '{path}' is nested too deeply (valid: {_SHALLOW})") from None
+    _expanded_size(data, str(path))
     return SweepSpec.from_dict(data, source=str(path))

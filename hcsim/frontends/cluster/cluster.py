@@ -131,9 +131,14 @@ def parse_partitions(text: str, what: str = "partitions") -> dict[str, int]:
     partitions: dict[str, int] = {}
     for item in text.split(","):
         name, _, count = item.partition("=")
-        if not count.strip().isdigit():
+        name = name.strip()
+        if not name or not count.strip().isdigit():
             raise HcsimError(f"{what} item {item!r} is invalid (valid: name=nodes, e.g. train=96,dev=32)")
-        partitions[name.strip()] = int(count)
+        if name in partitions:
+            raise HcsimError(
+                f"{what} names partition {name!r} twice (valid: each partition once, e.g. train=96,dev=32)"
+            )
+        partitions[name] = int(count)
     return partitions
 
 

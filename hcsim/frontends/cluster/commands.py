@@ -11,16 +11,55 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
+from collections.abc import Callable
 
 from hcsim.errors import HcsimError
 from hcsim.units import parse_time
 
-__all__ = ["register"]
+__all__ = ["MAX_XPUS", "register"]
+
+MAX_XPUS = 4096
+"""Most GPUs a simulated cluster has: the paper's largest system (``--xpus``, and the default size from the trace)."""
+
+
+def _duration(text: str, flag: str, *, positive: bool = False) -> float:
+    """A finite duration in seconds (>= 0, or > 0 when ``positive``) from ``text``; one line naming ``flag`` if not."""
+    value = parse_time(text, flag)
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise HcsimError(f"{flag} {text!r} is invalid (valid: a finite duration {bound}, e.g. 100 or 2h)")
+    return value
+
+
+def _cluster_size(args: argparse.Namespace, jobs: list) -> int:
+    """GPUs of the cluster: ``--xpus``, or the largest job rounded up to servers; at most :data:`MAX_XPUS`.
+
+    With ``--xpus`` a job larger than the cluster (or its partition) is rejected as
+    unschedulable and counted; without it, a job larger than the largest cluster is
+    refused up front, naming it, since no default size could hold it.
+    """
+    from hcsim.frontends.cluster import default_cluster_size
+
+    if args.xpus is not None:
+        if args.xpus < 8 or args.xpus % 8 or args.xpus > MAX_XPUS:
+            raise HcsimError(
+                f"--xpus {args.xpus} is invalid (valid: a multiple of 8, the server size, from 8 to {MAX_XPUS})"
+            )
+        return args.xpus
+    largest = max(jobs, key=lambda job: job.gpus)
+    if largest.gpus > MAX_XPUS:
+        where = f" (line {largest.line})" if largest.line else ""
+        raise HcsimError(
+            f"job {largest.job_id}{where} asks for {largest.gpus:,} GPUs, more than the largest cluster "
+            f"({MAX_XPUS} GPUs) (valid: --xpus 8..{MAX_XPUS} to reject such jobs as unschedulable and count them)"
+        )
+    return default_cluster_size([j.gpus for j in jobs])
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:
-    from hcsim.frontends.cluster import default_cluster_size, parse_partitions, parse_quanta, simulate_cluster
+    from hcsim.frontends.cluster import parse_partitions, parse_quanta, policy, simulate_cluster
     from hcsim.frontends.cluster.outputs import summarize, workload_name, write_outputs
     from hcsim.frontends.cluster.traces import read_trace
     from hcsim.platform import builders
@@ -31,21 +70,22 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
         raise HcsimError(
             f"--trace '{args.trace}' does not exist (valid: a Helios CSV, Philly JSON or SWF file, gzipped or not)"
         )
-    overhead = parse_time(args.overhead, "--overhead")
-    snapshots = None if args.snapshot is None else [parse_time(t, "--snapshot") for t in args.snapshot]
+    overhead = _duration(args.overhead, "--overhead")
+    snapshots = None if args.snapshot is None else [_duration(t, "--snapshot") for t in args.snapshot]
     options: dict[str, object] = {}
     if args.slice is not None:
-        options["slice"] = parse_time(args.slice, "--slice")
+        options["slice"] = _duration(args.slice, "--slice", positive=True)
+    if args.quanta is not None:
+        options["quanta"] = parse_quanta(args.quanta, "--quanta")
+    policy(args.policy, **options)  # an unknown policy, or a flag it does not take, before the trace is read
+    partitions = parse_partitions(args.partitions, "--partitions") if args.partitions else None
+    if args.xpus is not None:
+        _cluster_size(args, [])
     trace = read_trace(args.trace, args.format, sort=args.sort)
     if not trace.jobs:
         raise HcsimError(f"--trace '{args.trace}' has no jobs to schedule ({len(trace.skipped)} rows skipped)")
-    xpus = default_cluster_size([j.gpus for j in trace.jobs]) if args.xpus is None else args.xpus
-    if xpus < 8 or xpus % 8:
-        raise HcsimError(f"--xpus {xpus} is invalid (valid: a positive multiple of 8, the server size)")
+    xpus = _cluster_size(args, trace.jobs)
     topo = builders.cxl_system(xpus) if args.system == "cxl" else builders.noncoherent_system(xpus)
-    partitions = parse_partitions(args.partitions, "--partitions") if args.partitions else None
-    if args.quanta is not None:
-        options["quanta"] = parse_quanta(args.quanta, "--quanta")
     result = simulate_cluster(
         topo,
         trace,
@@ -66,7 +106,8 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.out:
-        summary = write_outputs(result, trace.jobs, args.out, snapshots, workload=workload_name(args.trace))
+        workload = workload_name(args.trace)
+        summary = _write(args.out, lambda: write_outputs(result, trace.jobs, args.out, snapshots, workload=workload))
     else:
         summary = summarize(result)
     print(f"{len(trace.jobs)} jobs ({len(trace.skipped)} rows skipped) on {xpus} GPUs, {args.system} system")
@@ -84,6 +125,27 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {args.out}/jobs.csv, summary.json, series.csv/png, trace.json, gpus_*.png")
     return 0
+
+
+def _write(out: str, write: Callable[[], dict]) -> dict:
+    """Run ``write`` into the directory ``out``; if it fails, remove ``out`` when this run created it.
+
+    Each file is written atomically, so a failure (e.g. a value no plot can show) leaves
+    no partial file; this removes the files written before it and the new directory.
+    """
+    existed = os.path.isdir(out)
+    before = set(os.listdir(out)) if existed else set()
+    try:
+        return write()
+    except BaseException:
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        elif os.path.isdir(out):
+            for name in set(os.listdir(out)) - before:
+                path = os.path.join(out, name)
+                if os.path.isfile(path):
+                    os.remove(path)
+        raise
 
 
 def register(sub: argparse._SubParsersAction) -> None:

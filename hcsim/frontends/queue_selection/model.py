@@ -118,7 +118,7 @@ def draw_inputs(
             raise HcsimError(f"--rate {rate} is invalid for poisson arrivals (valid: jobs per minute > 0, e.g. 0.1)")
         mean = 1.0 / rate
     else:
-        mean = 24.2  # the truncated Lomax mean, only to size the draws
+        mean = 24.2  # the truncated Lomax mean, only to size the draws (simulator.LOMAX_MEAN)
     gaps = np.empty(0)
     total = 0.0
     while total < period:

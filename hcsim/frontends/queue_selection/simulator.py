@@ -38,6 +38,38 @@ from hcsim.sg import import_simgrid, new_engine, run_isolated
 __all__ = ["BLOCK", "run_traces", "simulate"]
 
 BLOCK = 10  # replications per SimGrid process
+MAX_REPLICATIONS = 100_000
+"""Most replications one run simulates (the default is 20)."""
+MAX_JOBS = 10_000_000
+"""Most jobs one run may expect (replications x period / mean gap): every replication's inputs are drawn up front."""
+MAX_WORKERS = 256
+"""Most parallel SimGrid processes (each is a Python process of its own)."""
+LOMAX_MEAN = 24.2
+"""Mean of the truncated Lomax gap (minutes), to size the draws and to bound a run's expected jobs."""
+
+
+def _check_size(replications: int, period: float, arrival: str, rate: float | None) -> None:
+    """Refuse, before drawing anything, a run expected to hold more than :data:`MAX_JOBS` jobs."""
+    if arrival == "poisson" and rate is not None and rate > 0 and math.isfinite(rate):
+        per_period = period * rate
+    elif arrival == "poisson":
+        return  # draw_inputs names the missing or invalid --rate
+    else:
+        per_period = period / LOMAX_MEAN
+    if per_period > MAX_JOBS:
+        what = f"--period {period:g} min"
+        if arrival == "poisson":
+            what = f"--rate {rate:g} per min x {what}"
+        raise HcsimError(
+            f"{what} is invalid: about {per_period:.3g} jobs per replication "
+            f"(valid: at most {MAX_JOBS:,} expected jobs, i.e. --period <= {MAX_JOBS * period / per_period:.6g} min)"
+        )
+    if per_period * replications > MAX_JOBS:
+        raise HcsimError(
+            f"--replications {replications} x --period {period:g} min is about {per_period * replications:.3g} jobs "
+            f"(valid: at most {MAX_JOBS:,} expected jobs in one run, i.e. --replications <= "
+            f"{max(1, int(MAX_JOBS // per_period))} at this period)"
+        )
 
 
 def _run_block(  # noqa: C901 - one event loop, kept in one place for speed
@@ -203,14 +235,17 @@ def simulate(
     _check_offset_options(offset_ties, offset_rule)
     if isinstance(replications, bool) or not isinstance(replications, int | np.integer) or replications < 1:
         raise HcsimError(f"--replications {replications} is invalid (valid: an integer >= 1)")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise HcsimError(f"--seed {seed} is invalid (valid: an integer >= 0)")
+    if replications > MAX_REPLICATIONS:
+        raise HcsimError(f"--replications {replications} is invalid (valid: an integer from 1 to {MAX_REPLICATIONS:,})")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**63:
+        raise HcsimError(f"--seed {seed} is invalid (valid: an integer from 0 to 2**63 - 1)")
     if not (period > 0 and math.isfinite(period)):
         raise HcsimError(f"--period {period} is invalid (valid: minutes > 0, e.g. 10080 for a week)")
-    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
-        raise HcsimError(f"--workers {workers} is invalid (valid: an integer >= 1)")
+    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or not 1 <= workers <= MAX_WORKERS:
+        raise HcsimError(f"--workers {workers} is invalid (valid: an integer >= 1, at most {MAX_WORKERS})")
     if arrival != "poisson" and rate is not None:
         raise HcsimError(f"--rate {rate} applies to poisson arrivals only (valid: omit it, or --arrival poisson)")
+    _check_size(int(replications), float(period), arrival, rate)
     t0 = time.perf_counter()
     inputs = [draw_inputs(int(seed), r, float(period), arrival, rate) for r in range(int(replications))]
     blocks = [list(range(b, min(b + BLOCK, replications))) for b in range(0, replications, BLOCK)]

@@ -20,6 +20,7 @@ Register a new policy by decorating its class with :func:`register`.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, ClassVar
 
 from hcsim.errors import HcsimError
@@ -62,6 +63,12 @@ def policy(name: str, **options: Any) -> Policy:
     key = name.lower().replace("_", "-")
     if key not in POLICIES:
         raise HcsimError(f"policy {name!r} is unknown (valid: {', '.join(sorted(POLICIES))})")
+    for option in options:
+        takers = sorted(n for n, cls in POLICIES.items() if option in inspect.signature(cls).parameters)
+        if key not in takers:
+            flag = "--" + option.replace("_", "-")
+            valid = f"--policy {' or '.join(takers)}" if takers else "no built-in policy takes it"
+            raise HcsimError(f"{flag} does not apply to policy {key!r} (valid: {valid}; or omit {flag})")
     try:
         return POLICIES[key](**options)
     except (TypeError, ValueError) as exc:

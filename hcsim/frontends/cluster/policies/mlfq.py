@@ -5,6 +5,7 @@ A new job enters queue 0. After it has run a queue's quantum it moves down one q
 lower ones; within a queue, jobs go in the order they entered it.
 """
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,8 +20,8 @@ class MLFQ(Policy):
     preemptive = True
 
     def __init__(self, quanta: Sequence[float] = (3250.0, 7200.0, 18000.0)) -> None:
-        if not quanta or any(not q > 0 for q in quanta):
-            raise ValueError(f"quanta {tuple(quanta)!r} are invalid (valid: seconds > 0, one per queue)")
+        if not quanta or any(not 0 < q < math.inf for q in quanta):
+            raise ValueError(f"quanta {tuple(quanta)!r} are invalid (valid: finite seconds > 0, one per queue)")
         self.quanta = tuple(float(q) for q in quanta)
 
     def quantum(self, job: Any) -> float:

@@ -1,5 +1,6 @@
 """Round-robin (preemptive): each job runs a time slice, then goes to the back of the queue."""
 
+import math
 from typing import Any
 
 from hcsim.frontends.cluster.policies import Policy, register
@@ -11,8 +12,8 @@ class RoundRobin(Policy):
     preemptive = True
 
     def __init__(self, slice: float = 3600.0) -> None:  # noqa: A002 - the scheduling term
-        if not slice > 0:
-            raise ValueError(f"slice {slice!r} is invalid (valid: seconds > 0)")
+        if not 0 < slice < math.inf:
+            raise ValueError(f"slice {slice!r} is invalid (valid: finite seconds > 0)")
         self.slice = float(slice)
 
     def key(self, job: Any, now: float, scheduler: Any) -> tuple:

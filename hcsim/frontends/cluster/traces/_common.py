@@ -55,6 +55,10 @@ def _read_text(path: str | os.PathLike[str], what: str, head: int = -1) -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise HcsimError(f"{_label(name)} line {line}: not UTF-8 text {valid}") from None
+    nul = text.find("\x00")
+    if nul >= 0:  # valid UTF-8, yet no trace format has NUL: a damaged or padded file
+        line = text.count("\n", 0, nul) + 1
+        raise HcsimError(f"{_label(name)} line {line}: a NUL byte (valid: a text file; a binary or damaged file?)")
     if not text.strip():
         raise HcsimError(f"{_label(name)}: the file is empty {valid}")
     return text
@@ -145,7 +149,23 @@ def _finish(
         job.submit -= t0
         if job.trace_start is not None:
             job.trace_start -= t0
+        _check_span(job, fmt, label)
     return Trace(jobs=jobs, source=source, format=fmt, submit_epoch=epoch_offset + t0, skipped=skipped)
+
+
+MAX_SECONDS = 1e10
+"""Longest time a trace may span, and longest job (s; about 317 years): beyond it no result or plot means anything."""
+
+
+def _check_span(job: Job, fmt: str, label: str) -> None:
+    """Refuse a job whose submit time (from the trace's start), start or run time exceeds :data:`MAX_SECONDS`."""
+    for what, value in (("submit time", job.submit), ("start time", job.trace_start), ("run time", job.duration)):
+        if value is not None and not value <= MAX_SECONDS:
+            where = f"job #{job.line}" if fmt == "philly" else f"line {job.line}"
+            raise HcsimError(
+                f"{label} {where} (job {job.job_id}): {what} {value:.6g} s is out of range "
+                f"(valid: times from the trace's first submit and run times up to {MAX_SECONDS:.0e} s, ~317 years)"
+            )
 
 
 class _Progress:

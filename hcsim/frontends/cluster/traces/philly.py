@@ -54,6 +54,8 @@ def read_philly(path: str | os.PathLike[str], *, gpus_per_node: int = 8, progres
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise HcsimError(f"{label} line {e.lineno} column {e.colno}: not valid JSON ({e.msg}) {valid_file}") from None
+    except RecursionError:
+        raise HcsimError(f"{label}: JSON nested too deeply for a job log {valid_file}") from None
     if isinstance(data, dict) and "jobid" in data:
         data = [data]  # one job object, as the Philly README shows an entry
     if not isinstance(data, list):
