@@ -102,6 +102,20 @@ def link_id(u: str, v: str) -> str:
     return f"{a}--{b}"
 
 
+def _check_link_names(topology: Topology) -> None:
+    """Refuse two links that :func:`link_id` would give the same SimGrid name (node names containing '--')."""
+    named: dict[str, tuple[str, str]] = {}
+    for a, b, _ in topology.iter_links():
+        name = link_id(a, b)
+        if name in named:
+            x, y = named[name]
+            raise HcsimError(
+                f"links '{x}'/'{y}' and '{a}'/'{b}' would both get the SimGrid link name '{name}' "
+                "(valid: node names such that no two links join to the same 'u--v'; avoid '--' in node names)"
+            )
+        named[name] = (a, b)
+
+
 def zone_id(zone: str) -> str:
     return zone if zone else ROOT_ZONE
 
@@ -126,6 +140,7 @@ class _Writer:
         # each link is declared in the lowest zone containing both its ends
         self.links_by_zone: dict[str, list[tuple[str, str, dict]]] = {}
         zone_of = dict(topology.nodes(data="zone", default=""))
+        _check_link_names(topology)
         for a, b, data in topology.iter_links():
             self.links_by_zone.setdefault(common_zone(zone_of[a], zone_of[b]), []).append((a, b, data))
 

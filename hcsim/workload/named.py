@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from hcsim.errors import HcsimError
-from hcsim.workload.graph import Workload
+from hcsim.workload.graph import MAX_BYTES, Workload
 
 __all__ = ["DATA_PARALLEL", "WORKLOADS", "workload_by_name"]
 
@@ -42,8 +42,8 @@ def workload_by_name(
 
     if name in WORKLOADS:
         nbytes = parse_bytes(size, what)
-        if not nbytes >= 0 or nbytes == float("inf"):
-            raise HcsimError(f"{what} {size!r} is invalid (valid: a finite size >= 0, e.g. 1GiB)")
+        if not 0 <= nbytes <= MAX_BYTES:
+            raise HcsimError(f"{what} {size!r} is invalid (valid: a size >= 0 and at most 1PiB, e.g. 1GiB)")
         if name == "fig3":
             return fig3_example(ranks[:2])
         if name == "llama2-13b":
