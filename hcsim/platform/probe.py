@@ -64,6 +64,8 @@ _QUANTITIES = {
     "bb_lat": "latency",
     "loopback_lat": "latency",
 }
+ROUTINGS = ("Full", "Floyd", "Dijkstra", "DijkstraCache", "None", "Vivaldi", "Cluster", "Wifi")
+"""Zone routing models SimGrid 4.1 builds from XML (any other name aborts it)."""
 _REQUIRED = {"host": ("speed",), "link": ("bandwidth",), "backbone": ("bandwidth", "latency")}
 _VALID = {
     "speed": "rates > 0 such as '1Gf', comma-separated per power state",
@@ -121,6 +123,12 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
                     )
                 continue
             name = f"{el.tag} '{el.get('id', '?')}'"
+            routing = el.get("routing")
+            if el.tag in ("zone", "AS") and routing is not None and routing not in ROUTINGS:
+                problems.append(f"{where}: {name} has routing '{routing}' (valid: {', '.join(ROUTINGS)})")
+            core = el.get("core")
+            if el.tag in ("host", "cluster") and core is not None and not (core.strip().isdigit() and int(core) >= 1):
+                problems.append(f"{where}: {name} has core '{core}' (valid: an integer >= 1)")
             for attr in _REQUIRED.get(el.tag, ()):
                 if el.get(attr) is None:
                     problems.append(f"{where}: {name} has no {attr} (valid: {_VALID[_QUANTITIES[attr]]})")

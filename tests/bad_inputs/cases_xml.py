@@ -89,6 +89,33 @@ CASES = [
         timeout=30,
     ),
     case("xml-xxe", CHECK, r"p\.xml.*entit", files={"p.xml": platform_xml(doctype=XXE_DTD, host_a='speed="&xxe;"')}),
+    case(
+        "xml-zone-routing-unknown",
+        RUN,
+        r"zone 'z' has routing 'Frobnicate'.*Full",
+        files={"p.xml": platform_xml().replace('routing="Full"', 'routing="Frobnicate"')},
+    ),
+    case(
+        "xml-host-core-zero",
+        CHECK,
+        r"host 'xpu0' has core '0'.*>= 1",
+        files={"p.xml": platform_xml(host_a='speed="1Gf" core="0"')},
+    ),
+    case(
+        "xml-cluster-speed-negative",
+        CHECK,
+        r"cluster 'c' has speed '-1Gf'",
+        files={
+            "p.xml": '<?xml version="1.0"?>\n<platform version="4.1"><cluster id="c" prefix="n" suffix="" '
+            'radical="0-3" speed="-1Gf" bw="1GBps" lat="1us"/></platform>\n'
+        },
+    ),
+    case(
+        "xml-route-unknown-link",
+        CHECK,
+        r"Link not found: nope",
+        files={"p.xml": platform_xml().replace('<link_ctn id="l"/>', '<link_ctn id="nope"/>')},
+    ),
     case("xml-missing", CHECK, r"p\.xml' does not exist"),
     case("xml-is-directory", CHECK.replace("{tmp}/p.xml", "{tmp}"), r"is a directory"),
     case("xml-is-directory-run", RUN.replace("{tmp}/p.xml", "{tmp}"), r"is a directory"),
