@@ -95,6 +95,31 @@ def _quantity_ok(kind: str, text: str) -> bool:
     return value > 0
 
 
+_CHECKED = ("platform", "zone", "AS", "host", "cluster", "cabinet", "peer", "link", "backbone")
+"""The elements whose attributes :func:`precheck_platform` checks (routes are left to SimGrid)."""
+
+
+def _element_problems(el: etree._Element, where: str) -> list[str]:
+    """What is wrong with one element's routing, cores, speeds, bandwidths and latencies."""
+    problems = []
+    name = f"{el.tag} '{el.get('id', '?')}'"
+    routing = el.get("routing")
+    if el.tag in ("zone", "AS") and routing is not None and routing not in ROUTINGS:
+        problems.append(f"{where}: {name} has routing '{routing}' (valid: {', '.join(ROUTINGS)})")
+    core = el.get("core")
+    if el.tag in ("host", "cluster") and core is not None and not (core.strip().isdigit() and int(core) >= 1):
+        problems.append(f"{where}: {name} has core '{core}' (valid: an integer >= 1)")
+    for attr in _REQUIRED.get(el.tag, ()):
+        if el.get(attr) is None:
+            problems.append(f"{where}: {name} has no {attr} (valid: {_VALID[_QUANTITIES[attr]]})")
+    for attr, text in el.attrib.items():
+        kind = _QUANTITIES.get(attr)
+        parts = text.split(",") if kind == "speed" else [text]
+        if kind is not None and not all(_quantity_ok(kind, part) for part in parts):
+            problems.append(f"{where}: {name} has {attr} '{text}' (valid: {_VALID[kind]})")
+    return problems
+
+
 def precheck_platform(path: str | os.PathLike[str]) -> str:
     """Refuse, in one line, a platform file SimGrid would reject with a crash or accept and then abort on.
 
@@ -107,39 +132,28 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
     path = check_input_file(path, "platform file", "an XML file from 'hcsim platform build'")
     where = f"platform file '{path}'"
     problems: list[str] = []  # the first is reported, once the whole file is known to be XML
+    events = etree.iterparse(
+        path, events=("end",), tag=_CHECKED, load_dtd=False, no_network=True, resolve_entities=False
+    )
+    root = None
     try:
-        for _, el in etree.iterparse(path, events=("start",), load_dtd=False, no_network=True, resolve_entities=False):
-            if not isinstance(el.tag, str) or problems:
-                continue
+        for _, el in events:
             if el.getparent() is None:
-                version = el.get("version")
-                if el.tag != "platform":
-                    problems.append(f"{where}: root element is <{el.tag}>, expected <platform>")
-                elif version is None:
-                    problems.append(f'{where} has no version (valid: <platform version="4.1">, SimGrid 4.1\'s format)')
-                elif version.strip() not in VERSIONS:
-                    problems.append(
-                        f"{where} has version '{version}' (valid: {', '.join(VERSIONS)}; SimGrid 4.1 loads 4.1)"
-                    )
-                continue
-            name = f"{el.tag} '{el.get('id', '?')}'"
-            routing = el.get("routing")
-            if el.tag in ("zone", "AS") and routing is not None and routing not in ROUTINGS:
-                problems.append(f"{where}: {name} has routing '{routing}' (valid: {', '.join(ROUTINGS)})")
-            core = el.get("core")
-            if el.tag in ("host", "cluster") and core is not None and not (core.strip().isdigit() and int(core) >= 1):
-                problems.append(f"{where}: {name} has core '{core}' (valid: an integer >= 1)")
-            for attr in _REQUIRED.get(el.tag, ()):
-                if el.get(attr) is None:
-                    problems.append(f"{where}: {name} has no {attr} (valid: {_VALID[_QUANTITIES[attr]]})")
-            for attr, text in el.attrib.items():
-                kind = _QUANTITIES.get(attr)
-                if kind is not None and not all(
-                    _quantity_ok(kind, p) for p in (text.split(",") if kind == "speed" else [text])
-                ):
-                    problems.append(f"{where}: {name} has {attr} '{text}' (valid: {_VALID[kind]})")
+                root = el  # a <platform> root ends the file; its own attributes are checked below
+                break
+            if not problems:
+                problems.extend(_element_problems(el, where))
+            el.clear(keep_tail=True)  # 4096-XPU platforms hold ~100k routes: keep memory flat
     except etree.XMLSyntaxError as exc:
         raise HcsimError(f"{where} is not valid XML: {exc}") from None
+    root = events.root if root is None else root  # another root element was not among the tags
+    version = root.get("version")
+    if root.tag != "platform":
+        raise HcsimError(f"{where}: root element is <{root.tag}>, expected <platform>")
+    if version is None:
+        raise HcsimError(f'{where} has no version (valid: <platform version="4.1">, SimGrid 4.1\'s format)')
+    if version.strip() not in VERSIONS:
+        raise HcsimError(f"{where} has version '{version}' (valid: {', '.join(VERSIONS)}; SimGrid 4.1 loads 4.1)")
     if problems:
         raise HcsimError(problems[0])
     return path
