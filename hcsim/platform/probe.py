@@ -95,8 +95,46 @@ def _quantity_ok(kind: str, text: str) -> bool:
     return value > 0
 
 
-_CHECKED = ("platform", "zone", "AS", "host", "cluster", "cabinet", "peer", "link", "backbone")
-"""The elements whose attributes :func:`precheck_platform` checks (routes are left to SimGrid)."""
+_CHECKED = ("platform", "zone", "AS", "host", "cluster", "cabinet", "peer", "link", "backbone", "route")
+"""The elements :func:`precheck_platform` reads."""
+
+
+class _FullZoneRoutes:
+    """Hosts and routes of each zone, to find two hosts of a ``Full`` zone without a route.
+
+    SimGrid 4.1 loads such a zone and aborts the run at the first transfer between them
+    ("there is no connecting path between these two hosts").
+    """
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, list[str]] = {}
+        self.routes: dict[str, set[tuple[str, str]]] = {}
+        self.parents: set[str] = set()  # zones with sub-zones: routed through gateways, not checked here
+
+    def add(self, el: etree._Element) -> None:
+        zone = el.getparent().get("id", "")
+        if el.tag == "host":
+            self.hosts.setdefault(zone, []).append(el.get("id", "?"))
+        elif el.tag == "route":
+            pair = (el.get("src", ""), el.get("dst", ""))
+            routes = self.routes.setdefault(zone, set())
+            routes.add(pair)
+            if el.get("symmetrical", "YES").upper() != "NO":
+                routes.add(pair[::-1])
+        elif el.tag in ("zone", "AS"):
+            self.parents.add(zone)
+
+    def missing(self, zone: etree._Element) -> tuple[str, str] | None:
+        """Two hosts of ``zone`` (just ended) joined by no route, if it is a Full zone without sub-zones."""
+        name = zone.get("id", "")
+        hosts, routes = self.hosts.pop(name, []), self.routes.pop(name, set())
+        if zone.get("routing") != "Full" or name in self.parents:
+            return None
+        for i, a in enumerate(hosts):
+            for b in hosts[i + 1 :]:
+                if (a, b) not in routes or (b, a) not in routes:
+                    return (a, b) if (a, b) not in routes else (b, a)
+        return None
 
 
 def _element_problems(el: etree._Element, where: str) -> list[str]:
@@ -136,6 +174,7 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
         path, events=("end",), tag=_CHECKED, load_dtd=False, no_network=True, resolve_entities=False
     )
     root = None
+    full = _FullZoneRoutes()
     try:
         for _, el in events:
             if el.getparent() is None:
@@ -143,6 +182,13 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
                 break
             if not problems:
                 problems.extend(_element_problems(el, where))
+                full.add(el)
+                pair = full.missing(el) if el.tag in ("zone", "AS") else None
+                if pair:
+                    problems.append(
+                        f"{where}: zone '{el.get('id')}' has no route from host '{pair[0]}' to host '{pair[1]}' "
+                        "(valid: a <route> between every two hosts of a Full zone)"
+                    )
             el.clear(keep_tail=True)  # 4096-XPU platforms hold ~100k routes: keep memory flat
     except etree.XMLSyntaxError as exc:
         raise HcsimError(f"{where} is not valid XML: {exc}") from None

@@ -116,6 +116,12 @@ CASES = [
         r"Link not found: nope",
         files={"p.xml": platform_xml().replace('<link_ctn id="l"/>', '<link_ctn id="nope"/>')},
     ),
+    case(
+        "xml-full-zone-without-route-run",
+        RUN,
+        r"zone 'z' has no route from host 'xpu0' to host 'xpu1'",
+        files={"p.xml": platform_xml().replace('<route src="xpu0" dst="xpu1"><link_ctn id="l"/></route>', "")},
+    ),
     case("xml-missing", CHECK, r"p\.xml' does not exist"),
     case("xml-is-directory", CHECK.replace("{tmp}/p.xml", "{tmp}"), r"is a directory"),
     case("xml-is-directory-run", RUN.replace("{tmp}/p.xml", "{tmp}"), r"is a directory"),
