@@ -83,6 +83,10 @@ XPU_PROPERTIES = (
     "zone",  # server / rack zone: what collective algorithms see of the topology (hcsim.collectives.view)
 )
 SWITCH_ZONE = ".switches"
+MAX_ZONE_HOSTS = 2048
+"""Most hosts in one zone without sub-zones. Such a zone holds a route for every pair of its
+hosts (2048 hosts: 2.1M routes, about a minute; each doubling takes four times as long and
+as much disk), so a larger flat topology would look hung: group its nodes into zones."""
 
 
 @dataclass
@@ -141,6 +145,14 @@ class _Writer:
         self.links_by_zone: dict[str, list[tuple[str, str, dict]]] = {}
         zone_of = dict(topology.nodes(data="zone", default=""))
         _check_link_names(topology)
+        for zone, children in self.tree.items():
+            hosts = sum(1 for n in self.router.members[zone] if topology.is_host(n))
+            if not children and hosts > MAX_ZONE_HOSTS:
+                raise HcsimError(
+                    f"zone '{zone_id(zone)}' holds {hosts} hosts and no sub-zones, which needs "
+                    f"{hosts * (hosts - 1) // 2} routes (valid: at most {MAX_ZONE_HOSTS} hosts per zone; "
+                    "give nodes a 'zone' such as 'r03/s07')"
+                )
         for a, b, data in topology.iter_links():
             self.links_by_zone.setdefault(common_zone(zone_of[a], zone_of[b]), []).append((a, b, data))
 

@@ -158,3 +158,14 @@ CASES = [
         files=_edge(bandwidth=0.0),
     ),
 ]
+
+_STAR = {f"x{i}": XPU for i in range(2100)} | {"sw": SWITCH}
+CASES.append(
+    case(
+        "graphml-flat-zone-too-large",
+        COMPILE,
+        r"zone 'hcsim' holds 2100 hosts.*at most 2048 hosts per zone",
+        files={"t.graphml": graphml(nodes=_STAR, edges=[(f"x{i}", "sw", LINK) for i in range(2100)])},
+        timeout=60,
+    )
+)
