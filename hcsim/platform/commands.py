@@ -20,7 +20,11 @@ SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine")
 def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> None:
     """The options :func:`build_topology` reads: a system name and its sizes and links."""
     p.add_argument("system", choices=SYSTEMS, nargs=None if required else "?", help="which topology to build")
-    p.add_argument("--xpus", type=int, help="number of XPUs (paper systems: a multiple of 8, from 8 to 4096)")
+    p.add_argument(
+        "--xpus",
+        type=int,
+        help="number of XPUs (paper systems: a multiple of 8 up to 4096; ring <= 256, star <= 1024, leafspine <= 4096)",
+    )
     p.add_argument("--mix", help="XPU type(s): 'H100', 'H100+A100', 'H100+V100' (paper systems: one type per ToR)")
     p.add_argument("--cxl-bandwidth", help="CXL link bandwidth for 'cxl' (default 128GBps)")
     p.add_argument("--cxl-latency", help="CXL link latency for 'cxl' (default 200ns)")
