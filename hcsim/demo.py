@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from itertools import pairwise
 
+from hcsim.errors import HcsimError
+from hcsim.files import atomic_path, temporary_beside
 from hcsim.platform import builders
 from hcsim.platform.compiler import compile_platform
 from hcsim.platform.probe import simulate_compute, simulate_transfers
@@ -61,8 +63,64 @@ def reference_times(topo: Topology, router: Router, flows: list[tuple[str, str]]
     return shared_link_times(latencies, size, capacity)
 
 
+MAX_DEMO_XPUS = 256
+"""Largest demo system: the demo is a quick look (two systems compiled, drawn and timed)."""
+
+
+def check_demo_xpus(xpus: int) -> None:
+    """The demo times transfers between servers 0 and 1, so it needs at least two 8-XPU servers."""
+    if isinstance(xpus, bool) or not isinstance(xpus, int) or xpus % 8 or not 16 <= xpus <= MAX_DEMO_XPUS:
+        raise HcsimError(
+            f"--xpus {xpus!r} is invalid for the demo (valid: a multiple of 8 from 16: 16, 24, 32, ..., at most "
+            f"{MAX_DEMO_XPUS}; it times transfers between two 8-XPU servers)"
+        )
+
+
+def _claim_directory(out: str) -> list[str]:
+    """Create ``out`` (and missing parents) if needed; return the directories created, deepest first."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise HcsimError(f"--out '{out}' is not a directory (valid: a directory to create or reuse)")
+    created = []
+    path = os.path.abspath(out)
+    while not os.path.exists(path):
+        created.append(path)
+        path = os.path.dirname(path)
+    try:
+        os.makedirs(out, exist_ok=True)
+        temporary = temporary_beside(os.path.join(out, "probe"))  # the directory must take files
+        os.unlink(temporary)
+    except (OSError, HcsimError) as exc:
+        _remove([], created)
+        reason = exc.strerror if isinstance(exc, OSError) else "it does not take files"
+        raise HcsimError(f"--out '{out}' cannot be used: {reason} (valid: a writable directory)") from None
+    return created
+
+
+def _remove(files: list[str], directories: list[str]) -> None:
+    """Undo a failed demo: its files, then the directories it created (if they are empty)."""
+    for path in files:
+        if os.path.exists(path):
+            os.unlink(path)
+    for path in directories:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
 def run_demo(xpus: int = 32, out: str = "results/demo") -> int:
-    os.makedirs(out, exist_ok=True)
+    """Build, compile, draw and time the demo systems into ``out``; on failure nothing is left behind."""
+    check_demo_xpus(xpus)
+    created = _claim_directory(out)
+    written: list[str] = []
+    try:
+        return _run_demo(xpus, out, written)
+    except BaseException:
+        _remove(written, created)
+        raise
+
+
+def _run_demo(xpus: int, out: str, written: list[str]) -> int:
     systems = {
         "cxl": builders.cxl_system(xpus, mix="H100"),
         "noncoherent": builders.noncoherent_system(xpus, mix="H100"),
@@ -78,6 +136,7 @@ def run_demo(xpus: int = 32, out: str = "results/demo") -> int:
     worst = 0.0
     for name, topo in systems.items():
         path = os.path.join(out, f"{name}-{xpus}.xml")
+        written.append(path)
         compile_platform(topo, path)
         router = Router(topo)
         memory = "r00s00.t3_0" if name == "cxl" else "r00s00.dram0"
@@ -98,7 +157,9 @@ def run_demo(xpus: int = 32, out: str = "results/demo") -> int:
             bw = path_bandwidth(topo, router.path(a, b))
             print(f"[demo] {name}: route {a} -> {b}: {' -> '.join(router.path(a, b))} ({bw / 1e9:.0f} GB/s)")
     picture = os.path.join(out, f"cxl-{xpus}.png")
-    systems["cxl"].draw(picture, title=f"Fig. 6(b) CXL system, {xpus} XPUs")
+    written.append(picture)
+    with atomic_path(picture, ".png") as tmp:
+        systems["cxl"].draw(tmp, title=f"Fig. 6(b) CXL system, {xpus} XPUs")
 
     print(f"\nhcsim demo: paper Fig. 6 systems with {xpus} H100, timed by SimGrid (raw network model)\n")
     print(f"{'system':<12} {'scenario':<42} {'SimGrid (s)':>13} {'closed form (s)':>16} {'rel. err':>9}  path")

@@ -20,6 +20,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hcsim demo``."""
     demo = sub.add_parser("demo", help="build the CXL system, simulate transfers in SimGrid, draw it")
-    demo.add_argument("--xpus", type=int, default=32, help="scale of the demo system (default 32)")
+    demo.add_argument(
+        "--xpus", type=int, default=32, help="XPUs of the demo systems: a multiple of 8 from 16 to 256 (default 32)"
+    )
     demo.add_argument("--out", default="results/demo", help="directory for the demo's files")
     demo.set_defaults(func=_cmd_demo)

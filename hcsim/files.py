@@ -9,7 +9,26 @@ from contextlib import contextmanager
 
 from hcsim.errors import HcsimError
 
-__all__ = ["check_output_path", "atomic_path", "atomic_write_text", "temporary_beside"]
+__all__ = ["check_input_file", "check_output_path", "atomic_path", "atomic_write_text", "temporary_beside"]
+
+
+def check_input_file(path: str | os.PathLike[str], what: str, valid: str) -> str:
+    """Refuse an input that is missing, a directory or unreadable, naming it; return the path as a string.
+
+    ``what`` names the input (e.g. "GraphML file"), ``valid`` says what would do. Root
+    passes ``os.access`` for any file, so readability is checked by opening it.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise HcsimError(f"{what} '{path}' is a directory (valid: {valid})")
+    if not os.path.exists(path):
+        raise HcsimError(f"{what} '{path}' does not exist (valid: {valid})")
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as exc:
+        raise HcsimError(f"{what} '{path}' cannot be read: {exc.strerror} (valid: {valid})") from None
+    return path
 
 
 def check_output_path(path: str | os.PathLike[str]) -> str:

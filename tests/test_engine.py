@@ -207,6 +207,36 @@ def test_workload_json_round_trip(tmp_path):
     assert {(u, v): d for u, v, d in back.edges(data=True)} == {(u, v): d for u, v, d in w.edges(data=True)}
 
 
+def test_workload_json_written_by_hand_takes_the_add_defaults(tmp_path):
+    """A vertex without mem_bytes, precision or algorithm means what add_compute/add_comm would make of it."""
+    path = tmp_path / "w.json"
+    nodes = [
+        {"id": "c", "type": "compute", "flops": 2e9, "location": "x0", "is_start": True},
+        {"id": "p", "type": "comm", "bytes": 1e6, "kind": "p2p", "scope": ["x0", "x1"]},
+    ]
+    path.write_text(json.dumps({"nodes": nodes, "edges": [{"source": "c", "target": "p"}]}))
+    w = Workload()
+    w.add_compute("c", 2e9, "x0", is_start=True)
+    w.add_comm("p", 1e6, "p2p", ["x0", "x1"])
+    w.add_dependency("c", "p")
+    back = Workload.from_json(path)
+    assert dict(back.nodes(data=True)) == dict(w.nodes(data=True))
+    assert list(back.edges(data=True)) == list(w.edges(data=True))
+
+
+def test_vertex_sizes_stop_at_one_pebibyte():
+    """SimGrid takes a flow's size as a 64-bit integer: a vertex moves at most 2**50 bytes."""
+    from hcsim.workload.graph import MAX_BYTES
+
+    w = Workload()
+    w.add_comm("ok", MAX_BYTES, "p2p", ["x0", "x1"])
+    for size in (MAX_BYTES * 2, 2**64, 10**400):
+        with pytest.raises(HcsimError, match="bytes must be a finite number >= 0 and at most"):
+            Workload().add_comm("z", size, "p2p", ["x0", "x1"])
+    with pytest.raises(HcsimError, match="mem_bytes must be a finite number >= 0 and at most"):
+        Workload().add_compute("z", 1.0, "x0", mem_bytes=1e300)
+
+
 @pytest.mark.parametrize(
     "build, message",
     [

@@ -44,9 +44,9 @@ def test_custom_devices_by_attributes():
         (lambda t: t.add_xpu("z"), "has no fp16 FLOPS"),
         (lambda t: t.add_switch("z", "nvlink"), "switch_kind 'nvlink' is unknown"),
         (lambda t: t.add_memory("z", "1GB", "flash"), "memory_kind 'flash' is unknown"),
-        (lambda t: t.add_link("a", "b", "0GBps", "1ns"), "bandwidth must be a finite rate > 0"),
-        (lambda t: t.add_link("a", "b", "-5GBps", "1ns"), "bandwidth must be a finite rate > 0"),
-        (lambda t: t.add_link("a", "b", "5GBps", "-1ns"), "latency must be a finite time >= 0"),
+        (lambda t: t.add_link("a", "b", "0GBps", "1ns"), "bandwidth must be a finite rate >= 1 B/s"),
+        (lambda t: t.add_link("a", "b", "-5GBps", "1ns"), "bandwidth must be a finite rate >= 1 B/s"),
+        (lambda t: t.add_link("a", "b", "5GBps", "-1ns"), "latency must be a time >= 0"),
         (lambda t: t.add_link("a", "s", "5GBps", "1ns"), "duplicate"),
         (lambda t: t.add_link("a", "nowhere", "5GBps", "1ns"), "'nowhere' does not exist"),
         (lambda t: t.add_link("a", "b", "5 furlongs", "1ns"), "cannot parse|unknown unit"),
@@ -98,3 +98,82 @@ def test_bad_graphml_is_one_clear_error(tmp_path):
     p.write_text("<graphml><oops")
     with pytest.raises(HcsimError, match="cannot be read"):
         Topology.read_graphml(p)
+
+
+@pytest.mark.parametrize(
+    "bandwidth, latency, lanes, message",
+    [
+        (5e-300, "1us", 1, "bandwidth must be a finite rate >= 1 B/s"),  # 1/bandwidth overflowed in routing
+        ("0.5Bps", "1us", 1, "bandwidth must be a finite rate >= 1 B/s"),
+        ("1GBps", 1e300, 1, "latency must be a time >= 0 and at most 1e\\+06 s"),
+        ("1GBps", "1us", 0, "lanes 0 is invalid"),
+        ("1GBps", "1us", 2.5, "lanes 2.5 is invalid"),
+        ("1GBps", "1us", 1 << 20, "at most 65536"),
+    ],
+)
+def test_link_parameters_out_of_range_are_refused_and_not_added(bandwidth, latency, lanes, message):
+    t = small()
+    with pytest.raises(HcsimError, match=message):
+        t.add_link("a", "b", bandwidth, latency, lanes=lanes)
+    assert not t.has_edge("a", "b")
+
+
+def test_self_loop_is_refused_by_add_link_and_validate():
+    t = small()
+    with pytest.raises(HcsimError, match="'s'--'s' joins a node to itself"):
+        t.add_link("s", "s", "1GBps", "1us")
+    assert not t.has_edge("s", "s")
+    t.add_edge("s", "s", bandwidth=1e9, latency=1e-6)  # plain NetworkX lets it in
+    with pytest.raises(HcsimError, match="joins a node to itself"):
+        t.validate()
+
+
+def test_routes_at_the_extreme_link_parameters_are_weighed():
+    from hcsim.platform.routing import Router, path_latency
+
+    t = Topology()
+    for n in ("a", "b"):
+        t.add_xpu(n, "H100")
+    t.add_switch("slow")
+    t.add_switch("fast")
+    t.add_link("a", "slow", "1Bps", "1us")  # the slowest link accepted
+    t.add_link("slow", "b", "1Bps", "1us")
+    t.add_link("a", "fast", "1GBps", 1e6)  # the longest latency accepted
+    t.add_link("fast", "b", "1GBps", 1e6)
+    assert Router(t.validate()).path("a", "b") == ("a", "slow", "b")
+    assert path_latency(t, ["a", "fast", "b"]) == 2e6
+
+
+def test_graphml_attributes_may_carry_units(tmp_path):
+    """A GraphML written by another tool may store rates and sizes as text: they mean what add_* would."""
+    t = Topology()
+    t.add_xpu("a", "H100", rank=1)
+    t.add_xpu("b", "H100", rank=0)
+    t.add_switch("s")
+    t.add_link("a", "s", "128GBps", "200ns", lanes=4)
+    t.add_link("b", "s", "128GBps", "200ns")
+    path = tmp_path / "t.graphml"
+    t.write_graphml(path)
+    text = path.read_text()
+    text = text.replace('attr.type="double"', 'attr.type="string"').replace('attr.type="long"', 'attr.type="string"')
+    text = text.replace(">128000000000.0<", ">128GBps<").replace(">2e-07<", ">200ns<")
+    text = text.replace(f">{67e12!r}<", ">67TFLOPS<").replace(f">{80 * 2.0**30!r}<", ">80GiB<")
+    assert "128GBps" in text and "200ns" in text and "67TFLOPS" in text and "80GiB" in text
+    path.write_text(text)
+    back = Topology.read_graphml(path)
+    assert back.edges["a", "s"] == t.edges["a", "s"]
+    assert back.edges["a", "s"]["lanes"] == 4 and back.nodes["a"]["rank"] == 1
+    assert back.nodes["a"]["fp32_flops"] == 67e12 and back.nodes["a"]["memory"] == 80 * 2**30
+    assert back.xpus() == ["b", "a"]
+
+
+def test_link_names_that_would_collide_in_simgrid_are_refused(tmp_path):
+    t = Topology()
+    for n in ("a", "b--c", "a--b", "c"):
+        t.add_xpu(n, "H100")
+    t.add_link("a", "b--c", "1GBps", "1us")
+    t.add_link("a--b", "c", "1GBps", "1us")
+    t.add_link("a", "c", "1GBps", "1us")
+    with pytest.raises(HcsimError, match="both get the SimGrid link name 'a--b--c'"):
+        compile_platform(t, tmp_path / "p.xml")
+    assert list(tmp_path.iterdir()) == []

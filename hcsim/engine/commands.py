@@ -16,6 +16,9 @@ from hcsim.errors import HcsimError
 __all__ = ["register"]
 
 _WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.workload.named.WORKLOADS
+MAX_ITERATIONS = 100_000
+"""Most iterations ``hcsim run`` accepts: each is simulated event by event, so a billion would
+run for days (and used to end in a traceback); see docs/workloads-and-engine.md."""
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -30,8 +33,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.model:
             raise HcsimError("--iterations is required (valid: an integer >= 1)")
         args.iterations = 1
-    if isinstance(args.iterations, int) and args.iterations < 1:
-        raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer >= 1)")
+    if not 1 <= args.iterations <= MAX_ITERATIONS:
+        raise HcsimError(
+            f"--iterations {args.iterations} is invalid (valid: an integer >= 1, at most {MAX_ITERATIONS})"
+        )
     for out in (args.trace, args.csv, args.links):
         if out:
             check_output_path(out)
@@ -56,8 +61,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.system:
             raise HcsimError("give either --platform FILE.xml or --system, not both")
         from hcsim.engine.simulator import platform_xpus
+        from hcsim.platform.probe import precheck_platform
 
-        xpus = platform_xpus(args.platform)
+        xpus = platform_xpus(precheck_platform(args.platform))
+        if not xpus:
+            raise HcsimError(
+                f"platform file '{args.platform}' has no XPU (valid: hosts carrying <prop id=\"kind\" "
+                "value=\"xpu\"/>, as 'hcsim platform build' writes them)"
+            )
         from hcsim.workload.chakra import xpu_rates_from_platform
 
         rates.update(xpu_rates_from_platform(args.platform))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from hcsim.errors import HcsimError
 from hcsim.platform.devices import Device, device
-from hcsim.platform.topology import Topology
+from hcsim.platform.topology import Topology, check_link_parameters
 from hcsim.units import parse_bandwidth, parse_time
 
 __all__ = [
@@ -49,10 +49,20 @@ __all__ = [
     "fat_tree",
     "parse_mix",
     "XPUS_PER_SERVER",
+    "MAX_XPUS",
+    "MAX_SPINES",
     "SERVERS_PER_RACK",
 ]
 
 XPUS_PER_SERVER = 8
+MAX_XPUS = {"noncoherent": 4096, "cxl": 4096, "server": 8, "ring": 256, "star": 1024, "leafspine": 4096}
+"""Largest system each builder is offered for from the command line. The paper's systems
+and leaf-spine route through zones and compile 4096 XPUs in under a minute; a ring or a
+star is one flat zone with a route for every pair of XPUs, and a ring's routes also grow
+with its length (n**3 link references: a 1024-XPU ring takes minutes). Beyond these, a
+command would look hung."""
+MAX_SPINES = 256
+"""Most spine switches ``leafspine`` is offered for from the command line."""
 XPUS_PER_PCIE_SWITCH = 4
 SERVERS_PER_RACK = 16
 PCIE_LANES_CPU_TO_SWITCH = 4
@@ -70,10 +80,7 @@ class LinkSpec:
     def of(cls, bandwidth: object, latency: object, lanes: int = 1, what: str = "link") -> LinkSpec:
         bw = parse_bandwidth(bandwidth, f"{what} bandwidth")
         lat = parse_time(latency, f"{what} latency")
-        if not bw > 0 or math.isinf(bw):
-            raise HcsimError(f"{what} bandwidth must be a finite rate > 0 (e.g. '128GBps'), got {bandwidth!r}")
-        if not lat >= 0 or math.isinf(lat):
-            raise HcsimError(f"{what} latency must be a finite time >= 0 (e.g. '200ns'), got {latency!r}")
+        check_link_parameters(what, bw, lat, lanes)
         return cls(bw, lat, lanes)
 
 

@@ -8,7 +8,6 @@ command loads this module for ``--help`` (see :mod:`hcsim.cli`).
 from __future__ import annotations
 
 import argparse
-import os
 
 from hcsim.errors import HcsimError
 
@@ -21,7 +20,11 @@ SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine")
 def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> None:
     """The options :func:`build_topology` reads: a system name and its sizes and links."""
     p.add_argument("system", choices=SYSTEMS, nargs=None if required else "?", help="which topology to build")
-    p.add_argument("--xpus", type=int, help="number of XPUs (paper systems: a multiple of 8, from 8 to 4096)")
+    p.add_argument(
+        "--xpus",
+        type=int,
+        help="number of XPUs (paper systems: a multiple of 8 up to 4096; ring <= 256, star <= 1024, leafspine <= 4096)",
+    )
     p.add_argument("--mix", help="XPU type(s): 'H100', 'H100+A100', 'H100+V100' (paper systems: one type per ToR)")
     p.add_argument("--cxl-bandwidth", help="CXL link bandwidth for 'cxl' (default 128GBps)")
     p.add_argument("--cxl-latency", help="CXL link latency for 'cxl' (default 200ns)")
@@ -38,6 +41,7 @@ def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topolo
     system, n = args.system, args.xpus
     if n is None:
         raise HcsimError(f"--xpus is required for '{system}' (valid: a positive integer, e.g. --xpus 64)")
+    _check_scale(args)
     if system != "cxl" and (args.cxl_bandwidth or args.cxl_latency):
         raise HcsimError(f"--cxl-bandwidth/--cxl-latency apply to 'cxl' only, not '{system}'")
     if system in ("noncoherent", "cxl", "server") and (args.link_bandwidth or args.link_latency):
@@ -72,36 +76,65 @@ def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topolo
     return builders.leaf_spine(n // h, args.spines, h, xpu, host_link=pair, fabric_link=pair)
 
 
-def _compile_and_report(topo, args: argparse.Namespace) -> int:  # noqa: ANN001
+_SCALES = {
+    "noncoherent": (8, "a multiple of 8"),
+    "cxl": (8, "a multiple of 8"),
+    "server": (8, "8"),
+    "ring": (2, "an integer >= 2"),
+    "star": (1, "an integer >= 1"),
+    "leafspine": (1, "a multiple of --hosts-per-leaf"),
+}
+
+
+def _check_scale(args: argparse.Namespace) -> None:
+    """Refuse sizes beyond :data:`hcsim.platform.builders.MAX_XPUS` up front: building them would look hung."""
+    from hcsim.platform.builders import MAX_SPINES, MAX_XPUS
+
+    system, n = args.system, args.xpus
+    smallest, shape = _SCALES[system]
+    largest = MAX_XPUS[system]
+    if not smallest <= n <= largest:
+        valid = shape if smallest == largest else f"{shape} from {smallest}, at most {largest}"
+        raise HcsimError(f"--xpus {n} is invalid for '{system}' (valid: {valid}; see docs/platform.md, Limits)")
+    if system == "leafspine" and not 1 <= args.spines <= MAX_SPINES:
+        raise HcsimError(f"--spines {args.spines} is invalid (valid: an integer from 1 to {MAX_SPINES})")
+
+
+def _compile_and_report(topo, args: argparse.Namespace, path: str) -> None:  # noqa: ANN001
+    """Compile ``topo`` to ``path`` (a temporary file standing for ``args.output``) and say what was written."""
     from hcsim.platform.compiler import compile_platform
 
-    stats = compile_platform(topo, args.output, precision=args.precision)
+    stats = compile_platform(topo, path, precision=args.precision)
     print(
         f"wrote {args.output}: {stats.hosts} hosts, {stats.routers} routers, {stats.links} links, "
         f"{stats.routes} routes in {stats.zones} zones"
     )
-    return 0
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from hcsim.files import check_output_path
+    from contextlib import nullcontext
 
-    check_output_path(args.output)
-    if args.save_graphml:
-        check_output_path(args.save_graphml)
-    topo = build_topology(args)
-    code = _compile_and_report(topo, args)
-    if args.save_graphml:
-        topo.write_graphml(args.save_graphml)
-    return code
+    from hcsim.files import atomic_path
+
+    # both outputs are claimed before any work, and either both appear or neither does
+    with (
+        atomic_path(args.output, ".xml.tmp") as xml,
+        atomic_path(args.save_graphml, ".graphml") if args.save_graphml else nullcontext() as graphml,
+    ):
+        topo = build_topology(args)
+        _compile_and_report(topo, args, xml)
+        if graphml:
+            topo.write_graphml(graphml)
+    return 0
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from hcsim.files import check_output_path
+    from hcsim.files import atomic_path
     from hcsim.platform.topology import Topology
 
-    check_output_path(args.output)
-    return _compile_and_report(Topology.read_graphml(args.topology), args)
+    with atomic_path(args.output, ".xml.tmp") as xml:
+        _compile_and_report(Topology.read_graphml(args.topology), args, xml)
+    return 0
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
@@ -132,25 +165,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_draw(args: argparse.Namespace) -> int:
-    from hcsim.files import check_output_path, temporary_beside
+    from hcsim.files import atomic_path
     from hcsim.platform.topology import Topology
 
-    check_output_path(args.output)
-    if args.graphml:
-        if args.system:
-            raise HcsimError("give either a system to build or --graphml FILE, not both")
-        topo = Topology.read_graphml(args.graphml)
-    elif args.system:
-        topo = build_topology(args)
-    else:
+    if args.graphml and args.system:
+        raise HcsimError("give either a system to build or --graphml FILE, not both")
+    if not args.graphml and not args.system:
         raise HcsimError(f"nothing to draw (valid: a system, one of {', '.join(SYSTEMS)}, or --graphml FILE)")
-    tmp = temporary_beside(args.output, ".png")
-    try:
+    with atomic_path(args.output, ".png") as tmp:
+        topo = Topology.read_graphml(args.graphml) if args.graphml else build_topology(args)
         topo.draw(tmp)
-        os.replace(tmp, args.output)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     print(f"wrote {args.output}: {topo.number_of_nodes()} nodes, {topo.number_of_edges()} links")
     return 0
 

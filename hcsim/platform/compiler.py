@@ -83,6 +83,10 @@ XPU_PROPERTIES = (
     "zone",  # server / rack zone: what collective algorithms see of the topology (hcsim.collectives.view)
 )
 SWITCH_ZONE = ".switches"
+MAX_ZONE_HOSTS = 2048
+"""Most hosts in one zone without sub-zones. Such a zone holds a route for every pair of its
+hosts (2048 hosts: 2.1M routes, about a minute; each doubling takes four times as long and
+as much disk), so a larger flat topology would look hung: group its nodes into zones."""
 
 
 @dataclass
@@ -100,6 +104,20 @@ def link_id(u: str, v: str) -> str:
     """SimGrid name of the link joining ``u`` and ``v`` (orientation-free)."""
     a, b = (u, v) if u < v else (v, u)
     return f"{a}--{b}"
+
+
+def _check_link_names(topology: Topology) -> None:
+    """Refuse two links that :func:`link_id` would give the same SimGrid name (node names containing '--')."""
+    named: dict[str, tuple[str, str]] = {}
+    for a, b, _ in topology.iter_links():
+        name = link_id(a, b)
+        if name in named:
+            x, y = named[name]
+            raise HcsimError(
+                f"links '{x}'/'{y}' and '{a}'/'{b}' would both get the SimGrid link name '{name}' "
+                "(valid: node names such that no two links join to the same 'u--v'; avoid '--' in node names)"
+            )
+        named[name] = (a, b)
 
 
 def zone_id(zone: str) -> str:
@@ -126,6 +144,15 @@ class _Writer:
         # each link is declared in the lowest zone containing both its ends
         self.links_by_zone: dict[str, list[tuple[str, str, dict]]] = {}
         zone_of = dict(topology.nodes(data="zone", default=""))
+        _check_link_names(topology)
+        for zone, children in self.tree.items():
+            hosts = sum(1 for n in self.router.members[zone] if topology.is_host(n))
+            if not children and hosts > MAX_ZONE_HOSTS:
+                raise HcsimError(
+                    f"zone '{zone_id(zone)}' holds {hosts} hosts and no sub-zones, which needs "
+                    f"{hosts * (hosts - 1) // 2} routes (valid: at most {MAX_ZONE_HOSTS} hosts per zone; "
+                    "give nodes a 'zone' such as 'r03/s07')"
+                )
         for a, b, data in topology.iter_links():
             self.links_by_zone.setdefault(common_zone(zone_of[a], zone_of[b]), []).append((a, b, data))
 

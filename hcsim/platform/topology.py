@@ -44,12 +44,56 @@ from hcsim.errors import HcsimError
 from hcsim.platform.devices import Device, device
 from hcsim.units import parse_bandwidth, parse_bytes, parse_flops, parse_time
 
-__all__ = ["Topology", "NODE_KINDS", "SWITCH_KINDS", "MEMORY_KINDS"]
+__all__ = [
+    "Topology",
+    "NODE_KINDS",
+    "SWITCH_KINDS",
+    "MEMORY_KINDS",
+    "MIN_BANDWIDTH",
+    "MAX_LATENCY",
+    "check_link_parameters",
+]
 
 NODE_KINDS = ("xpu", "memory", "switch")
 SWITCH_KINDS = ("pcie", "xpu", "cxl", "nic", "tor", "core", "cpu", "generic")
 MEMORY_KINDS = ("host_dram", "cxl_type3", "hbm")
 HOST_KINDS = ("xpu", "memory")
+
+MIN_BANDWIDTH = 1.0
+"""Slowest link accepted, in bytes/s (per link, lanes included). Below it routes cannot be
+weighed (1/bandwidth overflows near 1e-293 B/s) and SimGrid's solver, whose precision is
+1e-5 bytes, would not see the link move data anyway."""
+MAX_LATENCY = 1e6
+"""Longest link latency accepted, in seconds (about 11.6 days): beyond it, latency-weighted
+routing overflows (near 1e296 s) and SimGrid's clock loses its 1 ns timing precision."""
+MAX_LANES = 1 << 16
+"""Most parallel lanes in one link bundle."""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_link_parameters(what: str, bandwidth: object, latency: object, lanes: object = 1) -> None:
+    """Refuse a link whose bandwidth (B/s per lane), latency (s) or lanes are out of range, naming ``what``."""
+    if isinstance(bandwidth, str):
+        raise HcsimError(
+            f"{what}: bandwidth is the text {bandwidth!r} (valid: a number of bytes/s; add_link and "
+            "read_graphml parse units such as '128GBps')"
+        )
+    if not _is_number(bandwidth) or not MIN_BANDWIDTH <= bandwidth < math.inf:  # type: ignore[operator]
+        raise HcsimError(f"{what}: bandwidth must be a finite rate >= 1 B/s (e.g. '128GBps'), got {bandwidth!r}")
+    if isinstance(latency, str):
+        raise HcsimError(
+            f"{what}: latency is the text {latency!r} (valid: a number of seconds; add_link and read_graphml "
+            "parse units such as '200ns')"
+        )
+    if not _is_number(latency) or not 0 <= latency <= MAX_LATENCY:  # type: ignore[operator]
+        raise HcsimError(
+            f"{what}: latency must be a time >= 0 and at most {MAX_LATENCY:g} s (e.g. '200ns'), got {latency!r}"
+        )
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or not 1 <= lanes <= MAX_LANES:
+        raise HcsimError(f"{what}: lanes {lanes!r} is invalid (valid: an integer >= 1, at most {MAX_LANES})")
 
 
 class Topology(nx.Graph):
@@ -140,16 +184,15 @@ class Topology(nx.Graph):
         if self.has_edge(u, v):
             raise HcsimError(f"link '{u}'--'{v}' is a duplicate (use lanes=N for parallel links)")
         what = f"link '{u}'--'{v}'"
-        self.add_edge(
-            u,
-            v,
+        data = dict(
             bandwidth=parse_bandwidth(bandwidth, f"{what} bandwidth"),
             latency=parse_time(latency, f"{what} latency"),
             link_kind=link_kind,
             lanes=lanes,
             **attrs,
         )
-        self._check_edge(u, v, self.edges[u, v])
+        self._check_edge(u, v, data)  # before adding: a refused link must not stay in the graph
+        self.add_edge(u, v, **data)
 
     def set_gateway(self, zone: str, node: str) -> None:
         """Declare ``node`` (a direct member of ``zone``) the zone's gateway to its parent."""
@@ -206,14 +249,19 @@ class Topology(nx.Graph):
         if kind == "xpu":
             for key in ("fp16_flops", "fp32_flops"):
                 value = data.get(key)
-                if not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
+                if not _is_number(value) or not value > 0 or math.isinf(value):
                     raise HcsimError(
                         f"XPU '{name}' has no valid {key} (got {value!r}; valid: a finite rate > 0 such as '67TFLOPS')"
                     )
-            if not data.get("memory", 0) >= 0:
-                raise HcsimError(f"XPU '{name}': memory must be >= 0 bytes, got {data.get('memory')!r}")
-            if not data.get("memory_bandwidth", math.inf) > 0:
-                raise HcsimError(f"XPU '{name}': memory_bandwidth must be > 0, got {data.get('memory_bandwidth')!r}")
+            memory = data.get("memory", 0)
+            if not _is_number(memory) or not memory >= 0:
+                raise HcsimError(f"XPU '{name}': memory must be >= 0 bytes (e.g. '80GiB'), got {memory!r}")
+            bandwidth = data.get("memory_bandwidth", math.inf)
+            if not _is_number(bandwidth) or not bandwidth > 0:
+                raise HcsimError(f"XPU '{name}': memory_bandwidth must be > 0 (e.g. '3.35TBps'), got {bandwidth!r}")
+            rank = data.get("rank", 0)
+            if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
+                raise HcsimError(f"XPU '{name}': rank {rank!r} is invalid (valid: an integer >= 0)")
         elif kind == "memory":
             if data.get("memory_kind") not in MEMORY_KINDS:
                 raise HcsimError(
@@ -221,7 +269,7 @@ class Topology(nx.Graph):
                     f"(valid: {', '.join(MEMORY_KINDS)})"
                 )
             cap = data.get("capacity", math.inf)
-            if not isinstance(cap, (int, float)) or not cap > 0:
+            if not _is_number(cap) or not cap > 0:
                 raise HcsimError(f"memory '{name}': capacity must be > 0 bytes or 'inf', got {cap!r}")
         elif data.get("switch_kind") not in SWITCH_KINDS:
             raise HcsimError(
@@ -234,17 +282,12 @@ class Topology(nx.Graph):
 
     @staticmethod
     def _check_edge(u: str, v: str, data: dict[str, Any]) -> None:
-        bw = data.get("bandwidth")
-        if bw is None:
-            raise HcsimError(f"link '{u}'--'{v}' has no bandwidth (valid: a rate > 0 such as '128GBps')")
-        if not isinstance(bw, (int, float)) or not bw > 0 or math.isinf(bw) or math.isnan(bw):
-            raise HcsimError(f"link '{u}'--'{v}': bandwidth must be a finite rate > 0 (e.g. '128GBps'), got {bw!r}")
-        lat = data.get("latency")
-        if not isinstance(lat, (int, float)) or not lat >= 0 or math.isinf(lat):
-            raise HcsimError(f"link '{u}'--'{v}': latency must be a finite time >= 0 (e.g. '200ns'), got {lat!r}")
-        lanes = data.get("lanes", 1)
-        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
-            raise HcsimError(f"link '{u}'--'{v}': lanes must be an integer >= 1, got {lanes!r}")
+        what = f"link '{u}'--'{v}'"
+        if u == v:
+            raise HcsimError(f"{what} joins a node to itself (valid: a link between two different nodes)")
+        if data.get("bandwidth") is None:
+            raise HcsimError(f"{what} has no bandwidth (valid: a rate >= 1 B/s such as '128GBps')")
+        check_link_parameters(what, data.get("bandwidth"), data.get("latency"), data.get("lanes", 1))
 
     def validate(self) -> Topology:
         """Check every node, link, zone and gateway; raise HcsimError on the first problem."""
@@ -327,27 +370,29 @@ class Topology(nx.Graph):
 
     @classmethod
     def read_graphml(cls, path: str | os.PathLike[str]) -> Topology:
-        """Load a topology written by :meth:`write_graphml` (or by hand, with the same attributes)."""
-        _check_graphml_unique(path)
+        """Load a topology written by :meth:`write_graphml` (or by hand, with the same attributes).
+
+        Rates, sizes and times may be numbers in SI units or strings with units
+        (``"128GBps"``, ``"200ns"``, ``"80GiB"``, ``"67TFLOPS"``), as the ``add_*`` methods take them.
+        """
+        path = _check_graphml_unique(path)
         try:
             g = nx.read_graphml(path)
         except Exception as exc:  # noqa: BLE001 - any parse failure is bad input
             raise HcsimError(f"GraphML file '{path}' cannot be read: {str(exc).splitlines()[0]}") from None
         topo = cls()
         topo.graph.update({k: v for k, v in g.graph.items() if not k.endswith("_json")})
-        topo.add_nodes_from(g.nodes(data=True))
+        for name, data in g.nodes(data=True):
+            topo.add_node(name, **_with_units(data, _NODE_UNITS, f"node '{name}'"))
         for u, v, data in g.edges(data=True):
             data = dict(data)
             data.pop("id", None)
-            if "lanes" in data:
-                data["lanes"] = int(data["lanes"])
-            topo.add_edge(u, v, **data)
+            topo.add_edge(u, v, **_with_units(data, _LINK_UNITS, f"link '{u}'--'{v}'"))
         for _, data in topo.nodes(data=True):
             data.setdefault("zone", "")
-            if "rank" in data:
-                data["rank"] = int(data["rank"])
-        topo.graph["gateways"] = json.loads(g.graph.get("gateways_json", "{}"))
-        topo.graph["routes"] = {(s, d): p for s, d, p in json.loads(g.graph.get("routes_json", "[]"))}
+        topo.graph["gateways"] = _graph_json(g, path, "gateways_json", "{}", _gateways_shape)
+        routes = _graph_json(g, path, "routes_json", "[]", _routes_shape)
+        topo.graph["routes"] = {(s, d): p for s, d, p in routes}
         return topo.validate()
 
     def draw(self, path: str | os.PathLike[str] | None = None, ax: Any = None, title: str | None = None) -> Any:
@@ -357,16 +402,80 @@ class Topology(nx.Graph):
         return draw_topology(self, path=path, ax=ax, title=title)
 
 
-def _check_graphml_unique(path: str | os.PathLike[str]) -> None:
-    """NetworkX merges repeated node ids and edges silently; a topology must not."""
+def _integer(value: object) -> object:
+    """``value`` as an int if it is one (GraphML may store it as a double or a string), else unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)
+    return value
+
+
+_NODE_UNITS = {
+    "fp16_flops": parse_flops,
+    "fp32_flops": parse_flops,
+    "memory": parse_bytes,
+    "capacity": parse_bytes,
+    "memory_bandwidth": parse_bandwidth,
+    "rank": _integer,
+}
+_LINK_UNITS = {"bandwidth": parse_bandwidth, "latency": parse_time, "lanes": _integer}
+
+
+def _with_units(data: dict[str, Any], units: dict[str, Any], what: str) -> dict[str, Any]:
+    """GraphML attributes with unit strings parsed (``"128GBps"`` -> 128e9) and integers made ints."""
+    out = dict(data)
+    for key, parse in units.items():
+        if isinstance(out.get(key), str) and parse is not _integer:
+            out[key] = parse(out[key], f"{what} {key}")
+        elif key in out and parse is _integer:
+            out[key] = _integer(out[key])
+    return out
+
+
+def _gateways_shape(value: object) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _routes_shape(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(r, list)
+        and len(r) == 3
+        and isinstance(r[0], str)
+        and isinstance(r[1], str)
+        and isinstance(r[2], list)
+        and all(isinstance(n, str) for n in r[2])
+        for r in value
+    )
+
+
+def _graph_json(g: nx.Graph, path: str, key: str, default: str, shape: Any) -> Any:
+    """The JSON a graph attribute holds (gateways, pinned routes), checked for its shape."""
+    valid = {
+        "gateways_json": 'a JSON object {"zone": "gateway node", ...}',
+        "routes_json": 'a JSON list [["src", "dst", ["src", ..., "dst"]], ...]',
+    }[key]
+    try:
+        value = json.loads(str(g.graph.get(key, default)))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise HcsimError(f"GraphML file '{path}': {key} is not valid JSON: {exc} (valid: {valid})") from None
+    if not shape(value):
+        raise HcsimError(f"GraphML file '{path}': {key} has the wrong shape (valid: {valid})")
+    return value
+
+
+def _check_graphml_unique(path: str | os.PathLike[str]) -> str:
+    """NetworkX merges repeated node ids and edges silently; a topology must not. Returns the path."""
     from lxml import etree
 
-    if not os.path.isfile(path):
-        raise HcsimError(f"GraphML file '{path}' does not exist")
+    from hcsim.files import check_input_file
+
+    path = check_input_file(path, "GraphML file", "a GraphML file, e.g. from 'platform build --save-graphml'")
     nodes: set[str] = set()
     links: set[frozenset[str]] = set()
     try:
-        for _, el in etree.iterparse(os.fspath(path), events=("end",), no_network=True):
+        # entities are not expanded: a GraphML topology has no use for them (billion laughs, XXE)
+        for _, el in etree.iterparse(path, events=("end",), no_network=True, resolve_entities=False):
             tag = el.tag.rpartition("}")[2]
             if tag == "node":
                 name = el.get("id")
@@ -383,3 +492,4 @@ def _check_graphml_unique(path: str | os.PathLike[str]) -> None:
                 el.clear()
     except etree.XMLSyntaxError as exc:
         raise HcsimError(f"GraphML file '{path}' cannot be read: {exc}") from None
+    return path

@@ -60,10 +60,30 @@ ALGORITHMS: Mapping[str, tuple[str, ...]] = _Algorithms()
 COMM_KINDS = KINDS
 
 
-def _nonneg(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
+MAX_BYTES = 2**50
+"""Largest size a vertex may move or hold (``bytes``, ``mem_bytes``, ``footprint``): 1 PiB. A
+collective splits or multiplies a vertex's bytes into flows by at most the number of ranks, and
+SimGrid takes a flow's size as a 64-bit integer (2**64 bytes and more used to abort the run)."""
+
+
+def _nonneg(value: object, what: str, limit: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise HcsimError(f"{what} must be a finite number >= 0, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond any float
+        number = math.inf
+    if not number >= 0 or math.isinf(number) or number > limit:
+        bound = "" if math.isinf(limit) else f" and at most {limit:g} (1 PiB)"
+        shown = f"{value!r}" if number < 1e30 or isinstance(value, float) else f"{number:g}"
+        raise HcsimError(f"{what} must be a finite number >= 0{bound}, got {shown}")
+    return number
+
+
+def _flag(d: dict[str, Any], key: str, what: str) -> None:
+    value = d.get(key, False)
+    if not isinstance(value, bool):
+        raise HcsimError(f"{what}: {key} must be true or false, got {value!r}")
 
 
 class Workload(nx.DiGraph):
@@ -142,8 +162,9 @@ class Workload(nx.DiGraph):
         kind = d.get("type")
         if kind == "compute":
             _nonneg(d.get("flops"), f"compute vertex '{name}': flops")
-            _nonneg(d.get("mem_bytes", 0.0), f"compute vertex '{name}': mem_bytes")
-            _nonneg(d.get("footprint", 0.0), f"compute vertex '{name}': footprint")
+            _nonneg(d.get("mem_bytes", 0.0), f"compute vertex '{name}': mem_bytes", MAX_BYTES)
+            _nonneg(d.get("footprint", 0.0), f"compute vertex '{name}': footprint", MAX_BYTES)
+            _flag(d, "is_start", f"compute vertex '{name}'")
             if d.get("precision") not in PRECISIONS:
                 raise HcsimError(
                     f"compute vertex '{name}': precision {d.get('precision')!r} is unknown (valid: fp16, fp32)"
@@ -151,7 +172,8 @@ class Workload(nx.DiGraph):
             if not isinstance(d.get("location"), str):
                 raise HcsimError(f"compute vertex '{name}' has no location (valid: the name of an XPU)")
         elif kind == "comm":
-            _nonneg(d.get("bytes"), f"communication vertex '{name}': bytes")
+            _nonneg(d.get("bytes"), f"communication vertex '{name}': bytes", MAX_BYTES)
+            _flag(d, "is_start", f"communication vertex '{name}'")
             ck = d.get("kind")
             if ck not in ALGORITHMS:
                 raise HcsimError(
@@ -238,27 +260,78 @@ class Workload(nx.DiGraph):
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Workload:
-        """Load a graph saved by :meth:`to_json` (or written by hand in the same format)."""
+        """Load a graph saved by :meth:`to_json` (or written by hand in the same format).
+
+        Vertex attributes left out take :meth:`add_compute` / :meth:`add_comm`'s defaults
+        (``precision`` fp32, ``mem_bytes`` 0, ``footprint`` = ``mem_bytes``, the kind's
+        default ``algorithm``, ``is_start`` false). Every shape problem is one line naming it.
+        """
+        from hcsim.files import check_input_file
+
+        path = check_input_file(path, "workload file", "a JSON file from Workload.to_json")
+        where = f"workload file '{path}'"
         try:
-            with open(path) as f:
+            with open(path, encoding="utf-8") as f:
                 data = json.load(f)
-        except FileNotFoundError:
-            raise HcsimError(f"workload file '{path}' does not exist") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise HcsimError(f"workload file '{path}' is not valid JSON: {exc}") from None
+            raise HcsimError(f"{where} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise HcsimError(
+                f"{where} is nested too deeply to be a workload graph (valid: a node-link graph)"
+            ) from None
         if not isinstance(data, dict) or "nodes" not in data:
-            raise HcsimError(f"workload file '{path}' is not a node-link graph (valid: a file from Workload.to_json)")
-        data = dict(data, directed=True, multigraph=False)
-        try:
-            g = nx.node_link_graph(data, directed=True, multigraph=False, edges="edges" if "edges" in data else "links")
-        except Exception as exc:  # noqa: BLE001 - malformed structure
-            raise HcsimError(f"workload file '{path}' is malformed: {exc}") from None
+            raise HcsimError(f"{where} is not a node-link graph (valid: a file from Workload.to_json)")
         w = cls()
-        w.graph.update(g.graph)
-        w.add_nodes_from(g.nodes(data=True))
-        w.add_edges_from(g.edges(data=True))
-        for _, _, d in w.edges(data=True):
-            d["skip_first_iteration"] = bool(d.get("skip_first_iteration", False))
+        graph = data.get("graph", {})
+        if not isinstance(graph, dict):
+            raise HcsimError(f"{where}: 'graph' must be an object of graph attributes, got {type(graph).__name__}")
+        w.graph.update(graph)
+        nodes = data["nodes"]
+        if not isinstance(nodes, list):
+            raise HcsimError(f"{where}: 'nodes' must be a list of vertex objects, got {type(nodes).__name__}")
+        for i, node in enumerate(nodes):
+            if not isinstance(node, dict):
+                raise HcsimError(f'{where}: node {i} is {node!r}, not an object (valid: {{"id": NAME, ...}})')
+            if "id" not in node:
+                raise HcsimError(f"{where}: node {i} has no 'id' (valid: a vertex name, unique in the graph)")
+            attrs = dict(node)
+            name = attrs.pop("id")
+            w._check_new(name)
+            w.add_node(name, **_defaults(attrs))
+        key = "edges" if "edges" in data else "links"
+        edges = data.get(key, [])
+        if not isinstance(edges, list):
+            raise HcsimError(f"{where}: '{key}' must be a list of dependency objects, got {type(edges).__name__}")
+        for i, edge in enumerate(edges):
+            if not isinstance(edge, dict) or "source" not in edge or "target" not in edge:
+                raise HcsimError(
+                    f"{where}: edge {i} is {edge!r}, not an object with 'source' and 'target' "
+                    '(valid: {"source": U, "target": V, "skip_first_iteration": false})'
+                )
+            attrs = dict(edge)
+            u, v = attrs.pop("source"), attrs.pop("target")
+            for end in (u, v):
+                if not isinstance(end, str) or end not in w:
+                    raise HcsimError(f"{where}: edge '{u}' -> '{v}': {end!r} is not a vertex of the graph")
+            _flag(attrs, "skip_first_iteration", f"{where}: edge '{u}' -> '{v}'")
+            attrs["skip_first_iteration"] = bool(attrs.get("skip_first_iteration", False))
+            w.add_edge(u, v, **attrs)
         for name, d in w.nodes(data=True):
             Workload._check_vertex(name, d)
         return w
+
+
+def _defaults(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A vertex's attributes from JSON with the defaults :meth:`Workload.add_compute` / ``add_comm`` give."""
+    out = dict(attrs)
+    if out.get("type") == "compute":
+        out.setdefault("precision", "fp32")
+        out.setdefault("mem_bytes", 0.0)
+        out.setdefault("footprint", out["mem_bytes"])
+        out.setdefault("is_start", False)
+    elif out.get("type") == "comm":
+        kind = out.get("kind")
+        if out.get("algorithm") is None and isinstance(kind, str) and kind in ALGORITHMS:
+            out["algorithm"] = ALGORITHMS[kind][0]
+        out.setdefault("is_start", False)
+    return out

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 
 from hcsim.errors import HcsimError
-from hcsim.workload.graph import Workload
+from hcsim.workload.graph import MAX_BYTES, Workload
 
 __all__ = ["DATA_PARALLEL", "WORKLOADS", "workload_by_name"]
 
@@ -79,8 +79,8 @@ def workload_by_name(
         raise HcsimError(f"--algorithm applies to the llama2-13b and allreduce workloads, not {name!r}")
     if name in WORKLOADS:
         nbytes = parse_bytes(size, what)
-        if not nbytes >= 0 or nbytes == float("inf"):
-            raise HcsimError(f"{what} {size!r} is invalid (valid: a finite size >= 0, e.g. 1GiB)")
+        if not 0 <= nbytes <= MAX_BYTES:
+            raise HcsimError(f"{what} {size!r} is invalid (valid: a size >= 0 and at most 1PiB, e.g. 1GiB)")
         if name == "fig3":
             return fig3_example(ranks[:2])
         if name == "llama2-13b":

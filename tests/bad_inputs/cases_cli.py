@@ -4,6 +4,9 @@ from bad_inputs import case
 
 CASES = [
     case("cli-unknown-command", "frobnicate", "invalid choice"),
+    case("cli-no-command", "", r"required"),
+    case("cli-unknown-option", "platform check --frobnicate x.xml", r"unrecognized arguments"),
+    case("cli-platform-no-action", "platform", r"required"),
     case("run-workload-missing", "run --workload {tmp}/nope.json --iterations 1 --system cxl --xpus 16", "nope.json"),
     case("platform-build-out-under-proc", "platform build cxl --xpus 16 -o /proc/hcsim.xml", "/proc/hcsim.xml"),
     case(
