@@ -63,3 +63,11 @@ def test_bad_input(bad: Case, tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("hcsim: error: "), proc.stderr
     assert re.search(bad.match, lines[0], re.IGNORECASE), lines[0]
     assert _files(tmp_path) == before, sorted(_files(tmp_path) - before)
+
+
+def test_the_suite_covers_every_entry_point() -> None:
+    """Issue 13: at least 80 cases, across every command and file format."""
+    assert len(CASES) >= 80, len(CASES)
+    commands = {word for c in CASES for word in shlex.split(c.argv)[:1]}
+    for command in ("platform", "run", "collective", "sweep", "serve", "cluster", "queue-selection", "demo"):
+        assert command in commands or (command == "queue-selection" and "queues" in commands), command
