@@ -35,7 +35,7 @@ from hcsim.outputs import save_figure, write_csv
 from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
 from hcsim.sweep.runner import read_results
 
-SYSTEMS = ("cxl", "noncoherent", "fattree")
+SYSTEMS = ["cxl", "noncoherent", "fattree"]  # --systems narrows it
 SIZES = ["1KiB", "32KiB", "1MiB", "32MiB", "1GiB", "4GiB"]  # 1 KiB..4 GiB in steps of 32x
 ALL_SIZES = [f"{2**k}KiB" if k < 10 else f"{2 ** (k - 10)}MiB" if k < 20 else f"{2 ** (k - 20)}GiB" for k in range(23)]
 LLAMA_EXACT_UP_TO = 64  # LLaMA points beyond run only the algorithms with a fast path (see main's docstring)
@@ -167,11 +167,16 @@ def main() -> None:
         "--part", choices=("both", "collectives", "llama"), default="both", help="run part 1, part 2 or both"
     )
     parser.add_argument("--skip-llama", action="store_true", help="the collective sweep only (= --part collectives)")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma list of {', '.join(SYSTEMS)}")
     parser.add_argument("--all-sizes", action="store_true", help="every power of two from 1 KiB to 4 GiB (23 sizes)")
     add_sweep_arguments(parser)
     args = parser.parse_args()
     scales = [int(x) for x in args.scales.split(",")] if args.scales else [8, 16] if args.quick else [8, 64, 256, 1024]
     sizes = ALL_SIZES if args.all_sizes else SIZES
+    systems = args.systems.split(",")
+    if not set(systems) <= set(SYSTEMS):
+        parser.error(f"--systems {args.systems!r} (valid: a comma list of {', '.join(SYSTEMS)})")
+    SYSTEMS[:] = [s for s in SYSTEMS if s in systems]
     os.makedirs(args.out, exist_ok=True)
     suffix = "_quick" if args.quick else ""
 
