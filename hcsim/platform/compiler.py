@@ -113,6 +113,16 @@ def _num(x: float) -> str:
     return repr(float(x))
 
 
+def _coherence(topology: Topology) -> bool | None:
+    """Whether ``topology`` was built for coherent memory: its ``coherent`` attribute, else its paper system."""
+    value = topology.graph.get("coherent")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return {"cxl": True, "noncoherent": False}.get(topology.graph.get("system"))
+
+
 class _Writer:
     def __init__(self, topology: Topology, precision: str, xf: Any) -> None:
         if precision not in ("fp16", "fp32"):
@@ -174,6 +184,10 @@ class _Writer:
         members = sorted(self.router.members[zone])
         self.stats.zones += 1
         with self.xf.element("zone", id=zone_id(zone), routing="Full"):
+            coherent = _coherence(self.topo) if not zone else None
+            if coherent is not None:
+                # the memory semantics the system was built for: 'hcsim run --platform' defaults to it
+                self.xf.write(etree.Element("prop", id="coherent", value="true" if coherent else "false"), "\n")
             if not children:
                 self._leaf_zone(zone, members)
             else:
