@@ -113,6 +113,35 @@ def _num(x: float) -> str:
     return repr(float(x))
 
 
+SIMGRID_TIMING_PRECISION = 1e-9
+"""SimGrid 4.1's default ``precision/timing`` (seconds)."""
+
+
+def _solver_for(topology: Topology) -> dict[str, str]:
+    """SimGrid settings some topologies need for exact times; both were found by fuzzing (tests/test_fuzz.py).
+
+    * ``network/optim: Full`` when a link has zero latency. With SimGrid 4.1's default
+      Lazy updates a flow whose route has zero total latency completes at the date of any
+      exec that ends before it (reproduced in plain SimGrid: 2083 B at 9.49 TB/s, due at
+      2.19e-10 s, ends at 3.2e-12 s beside a 3.2e-12 s exec); a latency of even 1e-12 s,
+      or the Full solver, gives the right date. Full costs 5-15% more time, so only
+      platforms with a zero-latency link pay it.
+    * a finer ``precision/timing`` when a link's latency is under 10x SimGrid's 1e-9 s:
+      an event (an exec ending) while less than ``precision/timing`` of a flow's latency
+      remains drops that remainder (1 B over 0 s + 1 ns links at 1 kB/s beside a 1.5e-14 s
+      exec took 1e-3 s instead of 1e-3 + 1e-9 s). SimGrid warns about latencies below
+      its precision and advises exactly this; hcsim sets it 1000x below the smallest latency.
+    """
+    config: dict[str, str] = {}
+    latencies = [data["latency"] for _, _, data in topology.edges(data=True)]
+    if any(lat == 0 for lat in latencies):
+        config["network/optim"] = "Full"
+    positive = [lat for lat in latencies if lat > 0]
+    if positive and min(positive) < 10 * SIMGRID_TIMING_PRECISION:
+        config["precision/timing"] = _num(min(positive) / 1000)
+    return config
+
+
 def _coherence(topology: Topology) -> bool | None:
     """Whether ``topology`` was built for coherent memory: its ``coherent`` attribute, else its paper system."""
     value = topology.graph.get("coherent")
@@ -271,7 +300,7 @@ def compile_platform(
             xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
             with xf.element("platform", version="4.1"):
                 with xf.element("config"):
-                    for key, value in {**NETWORK_CONFIG, **(config or {})}.items():
+                    for key, value in {**NETWORK_CONFIG, **_solver_for(topology), **(config or {})}.items():
                         xf.write(etree.Element("prop", id=key, value=str(value)))
                 writer = _Writer(topology, precision, xf)
                 writer.zone("")
