@@ -62,8 +62,16 @@ FUZZ = settings(
 PRESETS = ("H100", "A100", "V100")
 LINK_KINDS = ("pcie", "cxl", "ethernet", "xpu", "generic")
 
-bandwidths = st.floats(1e3, 1e13, allow_nan=False, allow_infinity=False)
-latencies = st.one_of(st.just(0.0), st.floats(1e-9, 1e-2, allow_nan=False))
+# mostly plausible values; now and then the absurd ones validation accepts (they once crashed routing)
+bandwidths = st.one_of(
+    st.floats(1e3, 1e13, allow_nan=False, allow_infinity=False),
+    st.floats(1e3, 1e13, allow_nan=False, allow_infinity=False),
+    st.floats(1e3, 1e13, allow_nan=False, allow_infinity=False),
+    st.sampled_from((5e-300, 1e-10, 1e300)),
+)
+latencies = st.one_of(
+    st.just(0.0), st.floats(1e-9, 1e-2, allow_nan=False), st.floats(1e-9, 1e-2, allow_nan=False), st.just(1e297)
+)
 rates = st.floats(1e6, 1e16, allow_nan=False, allow_infinity=False)
 
 
