@@ -113,8 +113,30 @@ def _num(x: float) -> str:
     return repr(float(x))
 
 
+MAX_LATENCY = 1e6
+"""Longest link latency SimGrid can simulate here (s): at a date of 1e297 s a nanosecond step is below
+the clock's resolution and SimGrid never advances (a hang found by fuzzing)."""
+MIN_BANDWIDTH = 1.0
+"""Slowest link SimGrid can simulate here (B/s, lanes included): at 5e-300 B/s one byte takes 2e299 s,
+with the same effect."""
+
 SIMGRID_TIMING_PRECISION = 1e-9
 """SimGrid 4.1's default ``precision/timing`` (seconds)."""
+
+
+def _check_simulable(topology: Topology) -> None:
+    """Refuse link values SimGrid's double-precision clock cannot simulate (a valid topology may still hold them)."""
+    for u, v, data in topology.iter_links():
+        if data["latency"] > MAX_LATENCY:
+            raise HcsimError(
+                f"link '{u}'--'{v}': latency {data['latency']:g} s is too long to simulate "
+                f"(valid: up to {MAX_LATENCY:g} s)"
+            )
+        if data["bandwidth"] * data.get("lanes", 1) < MIN_BANDWIDTH:
+            raise HcsimError(
+                f"link '{u}'--'{v}': bandwidth {data['bandwidth']:g} B/s x {data.get('lanes', 1)} lanes is too low "
+                f"to simulate (valid: at least {MIN_BANDWIDTH:g} B/s)"
+            )
 
 
 def _solver_for(topology: Topology) -> dict[str, str]:
@@ -292,6 +314,7 @@ def compile_platform(
         True
     """
     topology.validate()
+    _check_simulable(topology)
     path = os.fspath(path)
     tmp = temporary_beside(path, ".xml.tmp")
     try:
