@@ -299,3 +299,51 @@ def test_random_systems_and_workloads(tmp_path_factory, topology: Topology, data
         event("workload ran")
         assert len(result.iteration_end) == iterations
         assert all(math.isfinite(t) and t >= 0 for t in result.iteration_end)
+
+
+# ---------------------------------------------------------------- what fuzzing found (regressions)
+
+
+def _lone_pair(tmp_path, topology: Topology, transfer: tuple[str, str, int], compute: tuple[str, float]):
+    """Run a lone p2p beside a lone fp32 compute; return (transfer's duration, its closed form)."""
+    path = str(tmp_path / "p.xml")
+    compile_platform(topology, path)
+    w = Workload()
+    src, dst, size = transfer
+    w.add_comm("transfer", size, "p2p", [src, dst], is_start=True)
+    w.add_compute("compute", compute[1], compute[0], is_start=True)
+    took = _durations(simulate(path, w, 1, record_flows=False, progress=False))
+    route = Router(topology).path(src, dst)
+    return took["transfer"], path_latency(topology, route) + size / path_bandwidth(topology, route)
+
+
+def test_zero_latency_flow_ends_at_its_own_date_beside_a_shorter_exec(tmp_path):
+    """SimGrid's Lazy solver ended it with the exec (at 3.2e-12 s instead of 2.19e-10 s): Full is compiled in."""
+    topology = builders.ring(3, "A100", 9490290806902.285, 0.0)
+    took, closed = _lone_pair(tmp_path, topology, ("xpu0", "xpu1", 2083), ("xpu0", 1000.0))
+    assert took == pytest.approx(closed, rel=REL)
+    assert read_declared(tmp_path / "p.xml").config["network/optim"] == "Full"
+
+
+def test_latency_within_simgrid_timing_precision_is_kept(tmp_path):
+    """An exec ending within 1 ns of a flow's latency end dropped that nanosecond (1e-3 s instead of 1e-3 + 1e-9 s)."""
+    t = Topology()
+    t.add_xpu("x0", "H100")
+    t.add_xpu("x1", "H100")
+    t.add_switch("s0")
+    t.add_link("x0", "s0", 1000.0, 0.0)
+    t.add_link("x1", "s0", 1000.0, 1e-9)
+    took, closed = _lone_pair(tmp_path, t, ("x0", "x1", 1), ("x1", 1.0))
+    assert took == pytest.approx(closed, rel=REL)  # strict: the dropped 1e-9 s is 1e-6 relative
+
+
+@pytest.mark.parametrize("key, value", [("bandwidth", 5e-300), ("latency", 1e297), ("bandwidth", 0.5)])
+def test_links_beyond_what_simgrid_can_simulate_are_refused(tmp_path, key, value):
+    """Routing overflowed (OverflowError) on these; once routed, SimGrid's clock hung on them."""
+    t = builders.ring(3, "H100", "100GBps", "1us")
+    t.edges["xpu0", "xpu1"][key] = value
+    route = Router(t).path("xpu0", "xpu2")  # no OverflowError: the route is still computed
+    assert route[0] == "xpu0" and route[-1] == "xpu2"
+    with pytest.raises(HcsimError, match=f"link 'xpu0'--'xpu1': {key}.*valid"):
+        compile_platform(t, tmp_path / "p.xml")
+    assert not os.listdir(tmp_path)
