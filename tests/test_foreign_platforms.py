@@ -329,3 +329,23 @@ def test_si_labels():
         "200 ns",
         "5 us",
     )
+
+
+def test_run_warns_of_an_unused_mix_after_its_result():
+    r = run(
+        "run",
+        "--system",
+        "cxl",
+        "--xpus",
+        16,
+        "--mix",
+        "H100+A100",
+        "--workload",
+        "allreduce",
+        "--bytes",
+        "1MiB",
+        "--iterations",
+        1,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "warning: --mix H100+A100: A100 unused: cxl with 16 XPUs has 1 rack" in r.stderr

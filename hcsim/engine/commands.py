@@ -109,7 +109,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise HcsimError("--xpus-from applies to --platform FILE.xml, not --system (its XPUs are known)")
         if args.network_model == "file":
             raise HcsimError("--network-model file applies to --platform FILE.xml; --system always runs 'raw'")
-        topo = build_topology(args)
+        topo = build_topology(args, notes)
         if args.fast and args.workload not in DATA_PARALLEL:
             raise HcsimError(
                 f"--fast applies to data-parallel workloads, not {args.workload!r} (valid: {', '.join(DATA_PARALLEL)})"

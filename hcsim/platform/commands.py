@@ -31,8 +31,12 @@ def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> N
     p.add_argument("--spines", type=int, default=4, help="leafspine: spine switches (default 4)")
 
 
-def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topology
-    """The topology named by the options of :func:`add_topology_options` (shared by build, draw and run)."""
+def build_topology(args: argparse.Namespace, warnings: list[str] | None = None):  # noqa: ANN201 - a Topology
+    """The topology named by the options of :func:`add_topology_options` (shared by build, draw and run).
+
+    A warning (an option that had no effect) is printed on stderr, or appended to
+    ``warnings`` for a caller that prints it once its command has succeeded.
+    """
     from hcsim.platform import builders
 
     system, n = args.system, args.xpus
@@ -55,7 +59,11 @@ def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topolo
         if args.cxl_latency:
             kwargs["cxl_latency"] = args.cxl_latency
         topo = builders.paper_system(n, coherent=system == "cxl", **kwargs)
-        warn_unused_mix(args, topo)
+        message = unused_mix(args, topo)
+        if message and warnings is not None:
+            warnings.append(f"warning: {message}")
+        elif message:
+            warn(message)
         return topo
     if "+" in xpu:
         raise HcsimError(f"--mix {xpu!r}: '{system}' takes a single XPU type (valid: H100, A100, V100)")
@@ -128,19 +136,20 @@ def warn(message: str) -> None:
     print(f"hcsim: warning: {message}", file=sys.stderr)
 
 
-def warn_unused_mix(args: argparse.Namespace, topo) -> None:  # noqa: ANN001 - a Topology
-    """Say so when ``--mix`` names XPU types the built system does not use (types alternate by rack)."""
+def unused_mix(args: argparse.Namespace, topo) -> str | None:  # noqa: ANN001 - a Topology
+    """A warning when ``--mix`` names XPU types the built system does not use (types alternate by rack)."""
     if not args.mix or "+" not in args.mix:
-        return
+        return None
     asked = [m.strip() for m in args.mix.split("+")]
     used = {d for _, d in topo.nodes(data="device") if d}
     unused = [m for m in asked if m not in used]
-    if unused:
-        racks = len({topo.nodes[x].get("zone", "").split("/")[0] for x in topo.xpus()})
-        warn(
-            f"--mix {args.mix}: {'/'.join(unused)} unused: {args.system} with {args.xpus} XPUs has {racks} "
-            f"rack{'s' if racks != 1 else ''} and XPU types alternate by rack (128 XPUs each)"
-        )
+    if not unused:
+        return None
+    racks = len({topo.nodes[x].get("zone", "").split("/")[0] for x in topo.xpus()})
+    return (
+        f"--mix {args.mix}: {'/'.join(unused)} unused: {args.system} with {args.xpus} XPUs has {racks} "
+        f"rack{'s' if racks != 1 else ''} and XPU types alternate by rack (128 XPUs each)"
+    )
 
 
 def _cmd_draw(args: argparse.Namespace) -> int:

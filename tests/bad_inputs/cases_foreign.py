@@ -64,6 +64,11 @@ CASES = [
         "coherent='maybe'.*true, false",
         files={"p.xml": _FOREIGN.format(props='<prop id="coherent" value="maybe"/>')},
     ),
+    case(
+        "run-mix-unused-then-bad-workload",
+        "run --system cxl --xpus 16 --mix H100+A100 --iterations 1 --workload {tmp}/none.json",
+        "none.json",
+    ),  # the --mix warning waits for success: one line only
     case("run-xpus-from-with-system", _RUN + " --system cxl --xpus 8 --xpus-from all-hosts", "--xpus-from.*--platform"),
     case("run-network-model-file-with-system", _RUN + " --system cxl --xpus 8 --network-model file", "raw"),
     case("run-network-model-unknown", _RUN + " --system cxl --xpus 8 --network-model lv08", "invalid choice"),
