@@ -14,8 +14,16 @@ of exact; the ``exact`` column says which). The fat tree is the smallest k-ary o
 with at least the scale's XPUs (k = 4, 8, 16 for 8..16, 64..128, 256..1024); the
 collective runs over its first XPUs.
 
-    python experiments/collectives_study.py --quick      # 8 and 16 XPUs, a few sizes (~1 minute)
-    python experiments/collectives_study.py -j 2         # full
+What is not run, and why (listed in ``*_not_run.csv`` and printed): an algorithm whose
+plan starts more flows at once than the exact engine accepts
+(``hcsim.engine.exact.MAX_FLOWS_AT_ONCE``: ``direct`` and ``cxl_shared_memory`` from 256
+XPUs, N(N-1) flows at once), and, in part 2, the algorithms without a fast path beyond
+64 XPUs (LLaMA2-13B runs 40 allreduces an iteration: at 1024 XPUs the double binary
+tree alone would take about an hour a point). Sizes go from 1 KiB to 4 GiB in steps
+of 32x (``--all-sizes``: every power of two).
+
+    .venv/bin/python experiments/collectives_study.py --quick -j 2   # 8 and 16 XPUs (~4 minutes)
+    .venv/bin/python experiments/collectives_study.py -j 1           # 8, 64, 256, 1024 XPUs
 """
 
 from __future__ import annotations
@@ -25,10 +33,12 @@ import os
 
 from hcsim.outputs import save_figure, write_csv
 from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
+from hcsim.sweep.runner import read_results
 
 SYSTEMS = ("cxl", "noncoherent", "fattree")
-FULL_SIZES = [f"{2**k}KiB" if k < 10 else f"{2 ** (k - 10)}MiB" if k < 20 else f"{2 ** (k - 20)}GiB" for k in range(23)]
-QUICK_SIZES = ["1KiB", "32KiB", "1MiB", "32MiB", "1GiB", "4GiB"]
+SIZES = ["1KiB", "32KiB", "1MiB", "32MiB", "1GiB", "4GiB"]  # 1 KiB..4 GiB in steps of 32x
+ALL_SIZES = [f"{2**k}KiB" if k < 10 else f"{2 ** (k - 10)}MiB" if k < 20 else f"{2 ** (k - 20)}GiB" for k in range(23)]
+LLAMA_EXACT_UP_TO = 64  # LLaMA points beyond run only the algorithms with a fast path (see main's docstring)
 
 
 def _applies(system: str, kind: str, name: str) -> bool:
@@ -37,19 +47,50 @@ def _applies(system: str, kind: str, name: str) -> bool:
     return system == "cxl" or not algorithm(kind, name).coherent
 
 
-def collective_points(scales: list[int], sizes: list[str], fast_from: int) -> list[dict]:
+_REFUSALS: dict[tuple[str, str, int], str | None] = {}
+
+
+def refusal(system: str, name: str, xpus: int) -> str | None:
+    """Why the exact engine refuses ``name`` over ``xpus`` ranks of ``system`` up front (None: it runs).
+
+    The engine refuses a vertex that starts more flows at once than
+    ``hcsim.engine.exact.max_flows_at_once()`` (hours of SimGrid time otherwise); the
+    plan is built here once to ask, so the sweep does not spend a worker on it.
+    """
+    key = (system, name, xpus)
+    if key not in _REFUSALS:
+        from hcsim.collectives import TopologyView, algorithm, build_plan
+        from hcsim.engine.exact import max_flows_at_once
+        from hcsim.sweep.experiments import _collective_topology
+
+        _REFUSALS[key] = None
+        if not algorithm("allreduce", name).ring:
+            topo = _collective_topology(system, xpus, "H100", "128GBps", "200ns")
+            ranks = topo.xpus()[:xpus]
+            wave = build_plan("allreduce", name, ranks, 2**20, TopologyView.of_topology(topo)).waits.count(0)
+            if wave > max_flows_at_once():
+                _REFUSALS[key] = f"{wave} flows at once (the exact engine's limit is {max_flows_at_once()})"
+    return _REFUSALS[key]
+
+
+def collective_points(scales: list[int], sizes: list[str], fast_from: int) -> tuple[list[dict], list[dict]]:
+    """The sweep's points, and the (system, xpus, algorithm) combinations not run with the reason."""
     from hcsim.collectives import algorithm, names
 
-    pts = []
+    pts, skipped = [], []
     for system in SYSTEMS:
         for xpus in scales:
             for name in names("allreduce"):
                 if not _applies(system, "allreduce", name):
                     continue
+                why = refusal(system, name, xpus)
+                if why:
+                    skipped.append({"system": system, "xpus": xpus, "algorithm": name, "reason": why})
+                    continue
                 fast = algorithm("allreduce", name).ring and xpus >= fast_from
                 for size in sizes:
                     pts.append({"system": system, "xpus": xpus, "algorithm": name, "nbytes": size, "fast": fast})
-    return pts
+    return pts, skipped
 
 
 def llama_points(scales: list[int]) -> list[dict]:
@@ -61,6 +102,8 @@ def llama_points(scales: list[int]) -> list[dict]:
         for xpus in scales
         for name in names("allreduce")
         if _applies(system, "allreduce", name)
+        and (algorithm("allreduce", name).ring or xpus <= LLAMA_EXACT_UP_TO)
+        and not refusal(system, name, xpus)
     ]
 
 
@@ -120,21 +163,48 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="8 and 16 XPUs, six sizes (under a minute)")
     parser.add_argument("--out", default="results", help="output directory")
     parser.add_argument("--scales", help="comma list of XPU counts (default 8,64,256,1024; --quick 8,16)")
-    parser.add_argument("--skip-llama", action="store_true", help="the collective sweep only")
+    parser.add_argument(
+        "--part", choices=("both", "collectives", "llama"), default="both", help="run part 1, part 2 or both"
+    )
+    parser.add_argument("--skip-llama", action="store_true", help="the collective sweep only (= --part collectives)")
+    parser.add_argument("--all-sizes", action="store_true", help="every power of two from 1 KiB to 4 GiB (23 sizes)")
     add_sweep_arguments(parser)
     args = parser.parse_args()
     scales = [int(x) for x in args.scales.split(",")] if args.scales else [8, 16] if args.quick else [8, 64, 256, 1024]
-    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    sizes = ALL_SIZES if args.all_sizes else SIZES
     os.makedirs(args.out, exist_ok=True)
     suffix = "_quick" if args.quick else ""
 
+    if args.skip_llama:
+        args.part = "collectives"
+    if args.part != "llama":
+        collectives_part(args, scales, sizes, suffix)
+    if args.part != "collectives":
+        llama_part(args, scales, suffix)
+
+
+def collectives_part(args: argparse.Namespace, scales: list[int], sizes: list[str], suffix: str) -> None:
+    """Part 1: every allreduce algorithm x sizes x scales x systems."""
     name = "collectives_study" + suffix
     spec = SweepSpec(
         "hcsim.sweep.experiments:collective",
         fixed={"kind": "allreduce", "iterations": 1},
-        points=collective_points(scales, sizes, fast_from=256),
+        points=(points := collective_points(scales, sizes, fast_from=256))[0],
     )
-    rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
+    skipped = points[1]
+    out = os.path.join(args.out, f"{name}.jsonl")
+    rows = sweep_from_arguments(spec, args, out)
+    done = {r["id"] for r in rows}
+    failed = {r["id"]: r for r in read_results(out) if r["id"] not in done}  # the latest error or timeout of each
+    for row in failed.values():
+        skipped.append({**{k: row["params"][k] for k in ("system", "xpus", "algorithm", "nbytes")},
+                        "reason": row.get("error")})  # fmt: skip
+    if skipped:
+        write_csv(
+            os.path.join(args.out, f"{name}_not_run.csv"), skipped, ["system", "xpus", "algorithm", "nbytes", "reason"]
+        )
+        for t in skipped:
+            print(f"not run: {t['system']} {t['xpus']} XPUs {t['algorithm']}: {t['reason']}")
     from hcsim.units import parse_bytes
 
     table = [
@@ -156,9 +226,10 @@ def main() -> None:
     write_csv(os.path.join(args.out, f"{name}.csv"), table, list(table[0]))
     _plot_busbw(table, scales, os.path.join(args.out, f"{name}.png"))
     print(f"wrote {args.out}/{name}.csv and .png ({len(table)} points)")
-    if args.skip_llama:
-        return
 
+
+def llama_part(args: argparse.Namespace, scales: list[int], suffix: str) -> None:
+    """Part 2: LLaMA2-13B data parallel with each allreduce algorithm."""
     name = "collectives_llama" + suffix
     spec = SweepSpec("hcsim.sweep.experiments:llama2_13b", fixed={"iterations": 2}, points=llama_points(scales))
     rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))

@@ -1,7 +1,7 @@
 """Paper Fig. 11: LLaMA2-13B throughput against CXL latency (bandwidth 128 GB/s), across scales.
 
-python experiments/fig11_latency.py --quick
-python experiments/fig11_latency.py -j 2
+.venv/bin/python experiments/fig11_latency.py --quick
+.venv/bin/python experiments/fig11_latency.py -j 2
 """
 
 from _study import add_scales_argument, chosen_scales, parser, run_study
@@ -21,5 +21,7 @@ run_study(
     x=lambda t: parse_time(t["cxl_latency"]) * 1e6,
     y="batches_per_s",
     xlabel="CXL link latency (us)",
+    log_y=True,  # 8 XPUs and 1024 differ 100-fold: a linear axis flattens the small systems
+    xname="us",
     title="LLaMA2-13B vs CXL latency (CXL system, 128 GB/s)",
 )

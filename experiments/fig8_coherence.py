@@ -4,12 +4,14 @@ H100 only, H100+A100 and H100+V100 (XPU type per ToR of 128 XPUs, racks alternat
 128 GB/s and 200 ns. Runs through the sweep layer (resumable; ``--executor dask``).
 Writes ``results/fig8_coherence[_quick].{jsonl,csv,png}``.
 
-    python experiments/fig8_coherence.py --quick        # 8..32 XPUs, H100 only
-    python experiments/fig8_coherence.py -j 2                         # 8..1024 XPUs, three mixes
-    python experiments/fig8_coherence.py -j 2 --scales 2048,4096      # add larger scales (slow: non-coherent)
+    .venv/bin/python experiments/fig8_coherence.py --quick                     # 8..32 XPUs, H100 only
+    .venv/bin/python experiments/fig8_coherence.py -j 2                        # 8..1024 XPUs, three mixes
+    .venv/bin/python experiments/fig8_coherence.py -j 2 --scales 2048,4096     # larger scales (slow: non-coherent)
+
+Prints batches/s per scale and series and plots them on a log y axis.
 """
 
-from _study import parser, run_study
+from _study import paired_style, parser, run_study
 
 p = parser(__doc__)
 p.add_argument("--scales", help="comma-separated XPU counts (default: 8..1024)")
@@ -24,8 +26,8 @@ run_study(
     "fig8_coherence",
     [
         {"system": system, "xpus": n, "mix": mix}
-        for system in ("cxl", "noncoherent")
         for mix in mixes
+        for system in ("cxl", "noncoherent")
         for n in scales
         if mix == "H100" or n > 128  # up to 128 XPUs (one ToR) every mix is H100 only
     ],
@@ -33,5 +35,8 @@ run_study(
     x=lambda t: t["xpus"],
     y="batches_per_s",
     xlabel="XPUs",
-    title="LLaMA2-13B: coherent vs non-coherent",
+    title="LLaMA2-13B: coherent (solid) vs non-coherent (dashed), one hue per mix",
+    log_y=True,  # 8 XPUs and 1024 differ 100-fold: a linear axis flattens the small systems
+    style=paired_style(group=lambda label: label.split(",")[0], first=lambda label: label.endswith("cxl")),
+    xname="XPUs",
 )

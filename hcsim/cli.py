@@ -30,7 +30,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -87,16 +89,56 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_STOPPED_BY: list[int] = []  # the signal that stopped the command, if one did
+
+
+def _interrupt_once(signum: int, frame: object) -> None:
+    """The first Ctrl-C (or SIGTERM) stops the command; later ones are ignored while it cleans up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _STOPPED_BY.append(signum)
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return its exit status."""
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return its exit status.
+
+    Ctrl-C, once or several times, ends with one line ``hcsim: interrupted`` and exit 130
+    (SIGTERM: ``hcsim: terminated``, 143): the first signal interrupts, and the cleanup it
+    starts (kill the simulation children, remove temporary files) is not interrupted by
+    the next ones.
+    """
     parser = make_parser()
     args = parser.parse_args(argv)
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    own = (
+        threading.current_thread() is threading.main_thread()
+        and previous[signal.SIGINT] is signal.default_int_handler
+        and previous[signal.SIGTERM] == signal.SIG_DFL
+    )
+    if own:
+        _STOPPED_BY.clear()
+        for s in previous:
+            signal.signal(s, _interrupt_once)
+    try:
+        return _dispatch(args)
+    finally:  # once stopped, both signals stay ignored until the process has exited
+        if own and not _STOPPED_BY:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; turn the ways it can fail into one line and an exit status."""
     try:
         return args.func(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if _STOPPED_BY and _STOPPED_BY[0] == signal.SIGTERM:
+            print("hcsim: terminated", file=sys.stderr)
+            return 128 + signal.SIGTERM
         print("hcsim: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. piped into head: nothing left to say

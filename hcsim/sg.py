@@ -28,7 +28,13 @@ Two facts shape this module.
   maestro), so Python's frame stack stays last-in first-out, as in a plain call. Pass
   ``one_actor=True`` to :func:`load_platform` for that; ``HCSIM_CONTEXTS=thread``
   turns it off. The simulated results are the same either way (the context factory
-  only decides how actors are scheduled on the host machine; a test checks this).
+  only decides how actors are scheduled on the host machine; tests/test_determinism.py
+  checks every command's files byte for byte under both).
+* A simulation child never outlives its parent: it holds only its own end of the
+  result pipe (so a write to a dead parent fails instead of blocking forever), asks
+  the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, Linux), and
+  ignores Ctrl-C, which its parent handles by killing it. So killing ``hcsim run``, a
+  sweep point or a Dask worker, by any signal, frees the child's CPU lock at once.
 """
 
 from __future__ import annotations
@@ -40,9 +46,11 @@ import glob
 import importlib.util
 import multiprocessing
 import os
+import signal
 import site
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable
 from types import ModuleType
@@ -50,7 +58,7 @@ from typing import Any, TypeVar
 
 from hcsim.errors import HcsimError
 
-__all__ = ["import_simgrid", "libsimgrid_path", "load_platform", "run_isolated", "new_engine"]
+__all__ = ["die_with_parent", "import_simgrid", "libsimgrid_path", "load_platform", "run_isolated", "new_engine"]
 
 T = TypeVar("T")
 _LOADED: list[str] = []
@@ -98,9 +106,13 @@ def new_engine(*config: str) -> Any:
     """A SimGrid Engine with quiet logs and the given ``--cfg`` items (``"key:value"``)."""
     simgrid = import_simgrid()
     args = ["hcsim", "--log=root.thresh:warning"] + [f"--cfg={c}" for c in config]
-    return simgrid.Engine(args)
+    engine = simgrid.Engine(args)
+    if _IGNORE_INTERRUPTS:  # SimGrid installs its own SIGINT handler (print the actors, exit): keep ignoring
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return engine
 
 
+_IGNORE_INTERRUPTS = False  # set in a simulation child: its parent handles Ctrl-C
 _CPU_CLAIM: list[int] = []  # the lock file descriptor this process holds, if any
 
 
@@ -153,41 +165,102 @@ def load_platform(path: str, *, one_actor: bool = False, config: tuple[str, ...]
     return engine
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+_PR_SET_PDEATHSIG = 1
+
+
+def _libc_prctl() -> Any:
+    """libc's ``prctl``, looked up now: a child forked from a threaded process must not call dlsym."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+_FORK_LOCK = threading.Lock()  # no fork while another thread holds both ends of a fresh pipe
+_PARENT_ENDS: set[Any] = set()  # receiving ends this process holds for its live children
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send ``sig`` to this process when its parent dies (Linux; elsewhere nothing).
+
+    ``parent`` is the parent's pid read before the fork: if it already died before the
+    request took effect (then the process has a new parent), exit now.
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(parent: int, conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    global _IGNORE_INTERRUPTS
+    _IGNORE_INTERRUPTS = True  # Ctrl-C is the parent's to handle: it kills this process
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's Python handler: just end
+    die_with_parent(parent)
+    for end in _PARENT_ENDS:  # the parent's ends of this and any sibling's pipe: a dead reader means EPIPE
+        end.close()
+    _PARENT_ENDS.clear()
     pin_to_free_cpu()
     # Everything inherited from the parent (a workload graph can be 100k dicts) is
     # permanent for the child: the cyclic GC stops rescanning it at every full collection
     # (Execution set-up at 1024 XPUs: 0.69 -> 0.45 s).
     gc.freeze()
     try:
-        conn.send(("ok", fn(*args, **kwargs)))
-    except HcsimError as exc:
-        conn.send(("hcsim", str(exc)))
-    except BaseException as exc:  # noqa: BLE001 - everything crosses back as text
-        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+        try:
+            answer: tuple[str, Any] = ("ok", fn(*args, **kwargs))
+        except HcsimError as exc:
+            answer = ("hcsim", str(exc))
+        except BaseException as exc:  # noqa: BLE001 - everything crosses back as text
+            answer = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        try:
+            conn.send(answer)
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    except OSError:  # the parent is gone (EPIPE: this process holds no reading end): nobody to answer
+        pass
     finally:
-        conn.close()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
 
 
 def run_isolated(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run ``fn(*args, **kwargs)`` in a forked process (its own SimGrid engine); return its result."""
+    """Run ``fn(*args, **kwargs)`` in a forked process (its own SimGrid engine); return its result.
+
+    If this process is interrupted (Ctrl-C) or fails while waiting, the child is killed
+    and reaped before the exception goes on: no simulation is left behind.
+    """
     ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, fn, args, kwargs))
-    proc.start()
-    send.close()
+    with _FORK_LOCK:
+        recv, send = ctx.Pipe(duplex=False)
+        _PARENT_ENDS.add(recv)
+        proc = ctx.Process(target=_child, args=(os.getpid(), send, fn, args, kwargs))
+        try:
+            proc.start()
+        finally:
+            send.close()
+    answered = False
     try:
         status, payload = recv.recv()
+        answered = True
     except EOFError:
         proc.join()
         raise HcsimError(
             f"the SimGrid process stopped without an answer (exit code {proc.exitcode}; see its message above)"
         ) from None
     finally:
-        recv.close()
+        with _FORK_LOCK:
+            _PARENT_ENDS.discard(recv)
+            recv.close()
+        if not answered and proc.exitcode is None:  # interrupted: stop the simulation, then go on
+            proc.kill()
+            proc.join()
     proc.join()
     if status == "ok":
         return payload

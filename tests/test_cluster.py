@@ -205,7 +205,7 @@ def test_rejected_jobs_are_reported_and_the_run_goes_on(two_nodes, tmp_path):
     summary = write_outputs(result, jobs, tmp_path)
     assert summary["rejected"] == 2 and summary["completed"] == 1
     rows = (tmp_path / "jobs.csv").read_text().splitlines()
-    assert rows[0].startswith("job_id,submission_time,requested_number_of_resources")
+    assert rows[0].startswith("job_id,workload_name,profile,submission_time,requested_number_of_resources")
     assert ",REJECTED," in rows[2]
 
 

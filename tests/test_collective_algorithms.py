@@ -459,3 +459,56 @@ def test_every_algorithm_runs_under_the_fast_path(cxl, kind, name):
     topo, path, _, _ = cxl(16)
     exact = run(path, kind, name, topo.xpus(), 64e6)
     assert run(path, kind, name, topo.xpus(), 64e6, memoize=True) == pytest.approx(exact, rel=1e-2)
+
+
+def _gather_then_send(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+    """x1..x(n-1) each send S to x0 at once; once all have arrived (one join), x0 sends 2S to x1."""
+    s = Schedule("allgather", ranks, steps=2)
+    arrived = s.join([s.add(r, ranks[0], nbytes) for r in ranks[1:]])
+    s.add(ranks[0], ranks[1], 2 * nbytes, [arrived])
+    return s
+
+
+def test_a_join_waits_for_the_last_of_its_flows(star_platform):
+    """n-1 flows share x0's downlink and end together at 2L + (n-1) S/B; the flow after the join adds 2L + 2S/B."""
+    from hcsim.collectives import register
+
+    register("allgather", "test_join_gather")(_gather_then_send)
+    for n in (2, 3, 5):
+        path, xs = star_platform(n)
+        expected = (A + (n - 1) * S / B) + (A + 2 * S / B)
+        assert run(path, "allgather", "test_join_gather", xs, S) == pytest.approx(expected, rel=1e-9)
+
+
+def test_joins_keep_the_direct_allreduce_plan_linear_in_its_flows():
+    """2 N (N-1) dependencies through one join per rank, instead of N^2 (N-1) written out."""
+    for n in (4, 16, 64):
+        fp = build_plan("allreduce", "direct", ranks(n), 1e6)
+        assert (fp.flows, fp.joins) == (2 * n * (n - 1), n)
+        assert sum(map(len, fp.releases)) == 2 * n * (n - 1)
+        assert sorted(set(fp.waits)) == [0, 1, n - 1]
+
+
+def test_a_join_on_a_missing_flow_or_in_a_cycle_is_one_line():
+    s = Schedule("allgather", ranks(3), name="bad")
+    s.join([5])
+    with pytest.raises(HcsimError, match=r"join 0 waits for flow 5, which does not exist"):
+        s.validate()
+    s = Schedule("allgather", ranks(3), name="bad")
+    s.add("x0", "x1", 1, [1])
+    s.join([0])
+    with pytest.raises(HcsimError, match="dependency cycle"):
+        s.validate()
+
+
+def test_a_vertex_starting_too_many_flows_at_once_is_refused_in_one_line(star_platform, monkeypatch):
+    """The exact engine's cost grows as flows x flows in flight: past the limit, one line instead of hours."""
+    path, xs = star_platform(16)
+    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", str(16 * 15 - 1))
+    with pytest.raises(HcsimError, match=r"allreduce 'direct' over 16 ranks starts 240 flows at once, more than"):
+        run(path, "allreduce", "direct", xs, S)
+    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", str(16 * 15))
+    assert run(path, "allreduce", "direct", xs, S) > 0
+    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", "many")
+    with pytest.raises(HcsimError, match="HCSIM_MAX_FLOWS_AT_ONCE='many'"):
+        run(path, "allreduce", "direct", xs, S)

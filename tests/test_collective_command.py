@@ -84,8 +84,8 @@ def test_csv_and_png_written_atomically(capsys, tmp_path):
     with open(out_dir / "collective_allreduce.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == [
-        "kind", "algorithm", "ranks", "size_bytes", "time_us", "algbw_gbps", "busbw_gbps", "best", "activities",
-        "wall_s",
+        "kind", "algorithm", "ranks", "size_bytes", "time_us", "algbw_gbps", "busbw_gbps", "best", "exact",
+        "activities",
     ]  # fmt: skip
     assert [int(r["size_bytes"]) for r in rows] == [1024, 2048, 4096]
     assert all(r["best"] == "True" for r in rows)
@@ -139,3 +139,44 @@ def test_platform_file_and_ranks(capsys, tmp_path):
     assert code == 0 and row["ranks"] == 4
     # 4 ranks of an 8-ring: the hop from rank 3 back to rank 0 takes the short way, 3 links, and each step waits for it
     assert row["time_us"] * 1e-6 == pytest.approx(2 * 3 * (3e-6 + 256 / 128e9), rel=1e-9)
+
+
+def test_fast_folds_the_rings_within_one_percent_and_says_what_ran_exact(capsys):
+    argv = ["--system", "cxl", "--xpus", "64", "--algorithm", "ring,coherent_ring,halving_doubling", "--sizes"]
+    code, out, _ = run(capsys, *argv, "1KiB,64MiB", "--json")
+    assert code == 0
+    exact = {(r["algorithm"], r["size_bytes"]): r for r in json.loads(out)["rows"]}
+    code, out, _ = run(capsys, *argv, "1KiB,64MiB", "--json", "--fast")
+    assert code == 0
+    doc = json.loads(out)
+    fast = {(r["algorithm"], r["size_bytes"]): r for r in doc["rows"]}
+    assert {k: r["exact"] for k, r in fast.items()} == {k: k[0] == "halving_doubling" for k in exact}
+    for k, r in fast.items():
+        assert r["time_us"] == pytest.approx(exact[k]["time_us"], rel=0.01)
+        if k[0] != "halving_doubling":
+            assert r["activities"] < exact[k]["activities"]  # it really took the shortcut
+    assert any("exact for halving_doubling" in n for n in doc["notes"])
+
+
+def test_with_all_an_algorithm_the_engine_refuses_is_a_note(capsys, monkeypatch):
+    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", "11")  # direct over 4 ranks starts 12
+    code, out, _ = run(capsys, *RING, "--algorithm", "all", "--sizes", "1MiB", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    ran = {r["algorithm"] for r in doc["rows"]}
+    assert "ring" in ran and "direct" not in ran
+    assert any(n.startswith("not run: direct: allreduce 'direct' over 4 ranks starts") for n in doc["notes"])
+    code, _, err = run(capsys, *RING, "--algorithm", "direct", "--sizes", "1MiB")
+    assert code == 2 and err.count("\n") == 1 and "starts" in err
+
+
+@pytest.mark.parametrize("name", ["direct", "hierarchical", "double_binary_tree"])
+def test_run_takes_the_allreduce_algorithm_of_the_data_parallel_workloads(capsys, name):
+    """`hcsim run --workload allreduce --algorithm X` times what `hcsim collective --algorithm X` times."""
+    system = ["--system", "cxl", "--xpus", "16"]
+    assert main(["run", *system, "--workload", "allreduce", "--bytes", "64MiB", "--algorithm", name,
+                 "--iterations", "1", "--json"]) == 0  # fmt: skip
+    ran = json.loads(capsys.readouterr().out)
+    code, out, _ = run(capsys, *system, "--algorithm", name, "--sizes", "64MiB", "--json")
+    assert code == 0
+    assert ran["makespan_s"] * 1e6 == pytest.approx(json.loads(out)["rows"][0]["time_us"], rel=1e-12)

@@ -148,3 +148,17 @@ def test_sweep_cli_prints_a_summary(tmp_path):
     assert r.returncode == 0 and "2 points, 0 already done, 2 ok, 0 failed" in r.stdout
     assert r.stderr == ""  # no progress bar when stderr is not a terminal
     assert sys.executable
+
+
+def test_the_shipped_example_spec_is_the_documented_one():
+    """README and docs/sweeps.md run examples/sweeps/allreduce.yaml: it loads and has the documented points."""
+    from pathlib import Path
+
+    from hcsim.sweep.spec import load_spec
+
+    root = Path(__file__).resolve().parent.parent
+    spec = load_spec(root / "examples" / "sweeps" / "allreduce.yaml")
+    assert len(spec.expand()) == 3 * 3 * 2 + 1
+    assert (root / "examples" / "sweeps" / "allreduce.yaml").read_text().split("\n", 1)[1] in (
+        root / "docs" / "sweeps.md"
+    ).read_text()

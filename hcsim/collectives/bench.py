@@ -18,7 +18,9 @@ communication vertex; see :mod:`hcsim.collectives.plans`):
 
 Each (algorithm, size) is one SimGrid simulation of ``iterations`` back-to-back
 collectives on a platform compiled once; the time is the mean per collective (like
-nccl-tests' average over its iterations). No shortcut (folding, memoizing) is taken.
+nccl-tests' average over its iterations). :func:`measure` takes no shortcut;
+:func:`measure_fast` folds and memoizes the ring algorithms over all XPUs of a paper
+system (:func:`hcsim.engine.simulate_system`, within 1% of exact: ``tests/test_fast.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ from typing import Any
 from hcsim.errors import HcsimError
 from hcsim.units import parse_bytes
 
-__all__ = ["BENCH_KINDS", "busbw_factor", "measure", "parse_sizes", "select_algorithms"]
+__all__ = [
+    "BENCH_KINDS",
+    "busbw_factor",
+    "has_fast_path",
+    "measure",
+    "measure_fast",
+    "parse_sizes",
+    "select_algorithms",
+]
 
 BENCH_KINDS = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall")
 """The kinds ``hcsim collective`` measures (every collective kind; p2p is not one)."""
@@ -132,8 +142,40 @@ def measure(
     w.graph["batches_per_iteration"] = 1
     w.add_comm(kind, nbytes, kind, list(ranks), algorithm=name, is_start=True)
     r = simulate(platform, w, iterations, coherent=coherent, record_flows=False, progress=False)
-    t = r.makespan / iterations
-    n = len(ranks)
+    return _row(kind, name, len(ranks), nbytes, r.makespan / iterations, r.activities, r.wall_seconds)
+
+
+def has_fast_path(topology: Any, kind: str, name: str, ranks: int) -> bool:
+    """Whether :func:`measure_fast` applies: a ring algorithm over every XPU of a paper system (the fold needs both)."""
+    from hcsim.collectives.registry import algorithm
+
+    return (
+        topology.graph.get("system") in ("cxl", "noncoherent")
+        and ranks == len(topology.xpus())
+        and algorithm(kind, name).ring
+    )
+
+
+def measure_fast(
+    topology: Any, kind: str, name: str, nbytes: int, *, iterations: int = 1, coherent: bool = True
+) -> dict[str, Any]:
+    """Like :func:`measure` over all of ``topology``'s XPUs, folded and memoized (see :func:`has_fast_path`)."""
+    from hcsim.engine import simulate_system
+    from hcsim.workload import Workload
+
+    def factory(ranks: list[str], group: int | None = None) -> Workload:
+        w = Workload(name=f"{kind}-{name}", ranks=list(ranks))
+        w.graph["samples_per_iteration"] = 1
+        w.graph["batches_per_iteration"] = 1
+        extra = {} if group is None else {"group": group}
+        w.add_comm(kind, nbytes, kind, list(ranks), algorithm=name, is_start=True, **extra)
+        return w
+
+    r = simulate_system(topology, factory, iterations, coherent=coherent, fast=True, record_flows=False, progress=False)
+    return _row(kind, name, len(topology.xpus()), nbytes, r.makespan / iterations, r.activities, r.wall_seconds)
+
+
+def _row(kind: str, name: str, n: int, nbytes: int, t: float, activities: int, wall: float) -> dict[str, Any]:
     algbw = nbytes / t / 1e9 if t > 0 else float("inf")
     return {
         "kind": kind,
@@ -143,6 +185,6 @@ def measure(
         "time_us": t * 1e6,
         "algbw_gbps": algbw,
         "busbw_gbps": algbw * busbw_factor(kind, n),
-        "activities": r.activities,
-        "wall_s": r.wall_seconds,
+        "activities": activities,
+        "wall_s": wall,
     }

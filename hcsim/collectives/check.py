@@ -64,7 +64,8 @@ def check_schedule(schedule: Schedule) -> None:
     flows = sch.flows
     into: list[list[int]] = [[] for _ in places]  # flows into each rank or pool
     for i, f in enumerate(flows):
-        into[index[f.dst]].append(i)
+        if not f.join:  # a join moves no data: it only passes on its ancestors
+            into[index[f.dst]].append(i)
     ancestors = [0] * len(flows)  # bitmask of flows that complete before flow i starts
     carried: list[dict[int, int]] = [{} for _ in flows]
     for i in sch.order():
@@ -73,6 +74,8 @@ def check_schedule(schedule: Schedule) -> None:
         for d in f.after:
             anc |= ancestors[d] | (1 << d)
         ancestors[i] = anc
+        if f.join:
+            continue
         src = index[f.src]
         have = {s: initial[src][s] for s in f.shards}
         for g in into[src]:

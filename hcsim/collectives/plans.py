@@ -43,9 +43,15 @@ class FlowPlan:
     waits: list[int]  # number of flows each flow waits for
     releases: list[list[int]]  # flows each flow's completion counts down
     steps: int
+    joins: int = 0  # entries of size 0 are joins, not flows: done as soon as their count reaches zero
 
     def __len__(self) -> int:
         return len(self.src)
+
+    @property
+    def flows(self) -> int:
+        """Real flows (entries that are not joins)."""
+        return len(self.src) - self.joins
 
 
 def _ring(ranks: list[str], chunk: int, steps: int) -> FlowPlan:

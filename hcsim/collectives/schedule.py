@@ -5,6 +5,12 @@ An algorithm (built in, a plug-in, or read from MSCCL-IR) turns ranks and a size
 once the flows it lists in ``after`` have completed. The engine runs every flow as a
 real SimGrid flow that contends with all other traffic (:mod:`hcsim.engine.exact`).
 
+A *join* (:meth:`Schedule.join`) stands for "all of these flows have completed": it
+moves no data and takes no time, and a flow that waits for it waits for all of them.
+It keeps fan-ins cheap: in a direct allreduce each of rank j's N-1 allgather flows
+waits for the N-1 flows into j, N^2 (N-1) dependencies written out, 2 N (N-1) through
+one join per rank (at 1024 ranks, 2.1 M instead of 1.07 G).
+
 A flow may also say which *shards* of the collective's data it carries (the data is cut
 into ``shards`` equal pieces; which piece is which depends on the kind, see
 :mod:`hcsim.collectives.check`). With shards declared, :func:`check_schedule` proves
@@ -32,6 +38,7 @@ class Flow:
     nbytes: float
     after: tuple[int, ...] = ()
     shards: tuple[int, ...] = ()  # pieces of the collective's data it carries (for the data-movement check)
+    join: bool = False  # a join: no data, no time; done when every flow of ``after`` is (Schedule.join)
 
 
 @dataclass
@@ -59,12 +66,30 @@ class Schedule:
         self.flows.append(Flow(src, dst, nbytes, tuple(after), tuple(shards)))
         return len(self.flows) - 1
 
+    def join(self, after: tuple[int, ...] | list[int]) -> int:
+        """A point that is reached when every flow (or join) in ``after`` has completed; returns its index.
+
+        Flows that all wait for the same many flows wait for one join instead::
+
+            >>> s = Schedule("gather", ["a", "b", "c"])
+            >>> done = s.join([s.add("b", "a", 8), s.add("c", "a", 8)])
+            >>> s.add("a", "b", 16, [done]), s.to_plan().waits
+            (3, [0, 0, 2, 1])
+        """
+        self.flows.append(Flow("", "", 0.0, tuple(after), (), join=True))
+        return len(self.flows) - 1
+
     def validate(self, scope: list[str] | None = None) -> None:
         """One-line errors naming the flow: endpoints outside the scope, bad sizes, dependency cycles."""
         ranks = set(self.ranks if scope is None else scope) | set(self.pools)
         what = f"algorithm '{self.name or '?'}' ({self.kind})"
         n = len(self.flows)
         for i, f in enumerate(self.flows):
+            if f.join:
+                for d in f.after:
+                    if not (isinstance(d, int) and 0 <= d < n) or d == i:
+                        raise HcsimError(f"{what}: join {i} waits for flow {d!r}, which does not exist (0..{n - 1})")
+                continue
             for end in (f.src, f.dst):
                 if end not in ranks:
                     raise HcsimError(f"{what}: flow {i} ({f.src} -> {f.dst}) names rank '{end}', outside the scope")
@@ -115,7 +140,8 @@ class Schedule:
             waits.append(len(deps))
             for d in deps:
                 releases[d].append(i)
-        size = [max(1, int(round(f.nbytes))) for f in self.flows]
+        size = [0 if f.join else max(1, int(round(f.nbytes))) for f in self.flows]
+        joins = sum(f.join for f in self.flows)
         return FlowPlan(
-            [f.src for f in self.flows], [f.dst for f in self.flows], size, waits, releases, self.steps or n
+            [f.src for f in self.flows], [f.dst for f in self.flows], size, waits, releases, self.steps or n, joins
         )

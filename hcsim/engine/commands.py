@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from hcsim.errors import HcsimError
+from hcsim.flags import DeprecatedAlias
 
 __all__ = ["register"]
 
@@ -36,17 +37,8 @@ def _narrowing(args: argparse.Namespace, work, xpus: list[str]) -> str | None:  
         return None
     if args.workload == "fig3":
         return f"--workload fig3 uses 2 of the {len(xpus)} XPUs (the paper's Fig. 3 example runs on the first two)"
-    return f"workload {args.workload!r} uses {used} of the platform's {len(xpus)} XPUs (the others stay idle)"
-
-
-def _chrome_trace_path(args: argparse.Namespace, notes: list[str]) -> str | None:
-    """``--chrome-trace``, or the deprecated ``--trace`` (an output here, an input in 'hcsim cluster')."""
-    if args.trace_deprecated is None:
-        return args.chrome_trace
-    if args.chrome_trace is not None:
-        raise HcsimError("give --chrome-trace only (--trace is its deprecated alias), not both")
-    notes.append("warning: --trace is deprecated in 'run' (it writes a Chrome trace): use --chrome-trace")
-    return args.trace_deprecated
+    name = args.workload or f"--model {args.model}"
+    return f"workload {name!r} uses {used} of the platform's {len(xpus)} XPUs (the others stay idle)"
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -58,22 +50,40 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from hcsim.platform.commands import build_topology
     from hcsim.workload.named import DATA_PARALLEL, workload_by_name
 
+    if args.iterations is None:
+        if not args.model:
+            raise HcsimError("--iterations is required (valid: an integer >= 1)")
+        args.iterations = 1
     if isinstance(args.iterations, int) and args.iterations < 1:
         raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer >= 1)")
     notes: list[str] = []  # printed on stderr once the run has succeeded (a failure prints one line only)
-    trace = _chrome_trace_path(args, notes)
+    trace = args.chrome_trace
     for out in (trace, args.csv, args.links):
         if out:
             check_output_path(out)
 
+    rates: dict[str, float] = {}  # fp32 FLOP/s per XPU: Chakra durations and AICB times become FLOPs
+    built = []
+
     def workload(ranks: list[str], group: int | None):  # noqa: ANN202 - a Workload
-        return workload_by_name(args.workload, ranks, group, size=args.bytes, what="--bytes")
+        w = workload_by_name(
+            args.workload, ranks, group, size=args.bytes, what="--bytes", xpu_flops=rates, rank_map=args.rank_map,
+            comm_groups=args.comm_groups, algorithm=args.algorithm,
+        )  # fmt: skip
+        built.append(w)
+        return w
+
+    if args.model or args.workload is None:  # a transformer (issue 16): hcsim.workload.models.commands
+        from hcsim.workload.models.commands import model_workload
+
+        workload = model_workload(args)
 
     if args.platform:
         if args.system:
             raise HcsimError("give either --platform FILE.xml or --system, not both")
         from hcsim.platform import foreign
         from hcsim.platform.probe import host_facts
+        from hcsim.workload.chakra import xpu_rates_from_platform
 
         if args.fast:
             raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")
@@ -81,6 +91,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = foreign.network_config(args.network_model or "file")
         facts = host_facts(args.platform)
         xpus, how = foreign.choose_xpus(facts, args.xpus_from or "auto", args.platform)
+        rates.update(xpu_rates_from_platform(args.platform))
         if args.coherent is not None:
             coherent, why = args.coherent, "--coherent" if args.coherent else "--no-coherent"
         elif declared.coherent is not None:
@@ -110,21 +121,34 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.network_model == "file":
             raise HcsimError("--network-model file applies to --platform FILE.xml; --system always runs 'raw'")
         topo = build_topology(args, notes)
-        if args.fast and args.workload not in DATA_PARALLEL:
+        rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
+        if args.fast and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
-                f"--fast applies to data-parallel workloads, not {args.workload!r} (valid: {', '.join(DATA_PARALLEL)})"
+                f"--fast applies to data-parallel workloads, not {args.workload or args.model!r} "
+                f"(valid: {', '.join(DATA_PARALLEL)})"
             )
-        narrowing = None
-        if args.workload not in DATA_PARALLEL:  # the named data-parallel workloads use every XPU
-            narrowing = _narrowing(args, workload(topo.xpus(), None), topo.xpus())
+        if args.fast and args.algorithm is not None:
+            from hcsim.collectives import algorithm
+
+            if not algorithm("allreduce", args.algorithm).ring:
+                raise HcsimError(
+                    f"--fast folds and memoizes ring allreduces only, and --algorithm {args.algorithm!r} is not one "
+                    "(valid: drop --fast to run it exactly, or a ring algorithm such as ring or coherent_ring)"
+                )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
+        narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"
         notes.insert(0, f"system {args.system}: network model raw, {semantics} memory ({why})")
     if narrowing:
         notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)
+    skipped = {
+        k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
+    }
+    if skipped:  # what an imported trace held that hcsim does not run: said, never dropped silently
+        summary["skipped_input"] = skipped
     if trace:
         report.write_chrome_trace(result, trace)
     if args.csv:
@@ -133,7 +157,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report.write_links_csv(result, args.links)
     for note in notes:
         print(f"hcsim: {note}", file=sys.stderr)
-    print(json.dumps(summary, indent=1, sort_keys=True) if args.json else report.format_summary(summary))
+    text = report.format_summary(summary)
+    if skipped and not args.json:
+        text += "\nskipped from the input  " + ", ".join(f"{n} {k}" for k, n in skipped.items())
+    print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
     return 0
 
 
@@ -159,10 +186,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
     r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
     r.add_argument(
-        "--workload", required=True, help=f"workload JSON file (Workload.to_json) or one of {', '.join(_WORKLOADS)}"
+        "--workload",
+        help=f"workload JSON file (Workload.to_json), Chakra trace PATH/PREFIX (PREFIX.RANK.et), AICB workload file, "
+        f"or one of {', '.join(_WORKLOADS)}",
     )
+    r.add_argument("--rank-map", help='Chakra/AICB: JSON file placing ranks on XPUs ({"0": "xpu3", ...} or a list)')
+    r.add_argument("--comm-groups", help='Chakra: ASTRA-sim communicator-group JSON ({"1": [0, 1], ...})')
+    from hcsim.cli import _load  # the models' options, without importing hcsim.workload (--help stays light)
+
+    _load("hcsim.workload.models.commands").add_run_options(r)  # --model --inference --batch --context --tp
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
-    r.add_argument("--iterations", type=int, required=True, help="iterations to run (>= 1)")
+    r.add_argument(
+        "--algorithm",
+        help="allreduce algorithm of llama2-13b and allreduce (default ring): a name of 'hcsim collective "
+        "--algorithm all', module:function, or an MSCCL-IR .xml",
+    )
+    r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
     coh = r.add_mutually_exclusive_group()
     coh.add_argument(
         "--coherent",
@@ -195,7 +234,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "LV08 if none; 'raw' forces SimGrid's raw model (lone transfer = latency + size/bandwidth)",
     )
     r.add_argument("--chrome-trace", metavar="FILE", help="write a Chrome/Perfetto trace (JSON)")
-    r.add_argument("--trace", dest="trace_deprecated", metavar="FILE", help=argparse.SUPPRESS)  # old --chrome-trace
+    # in 'hcsim cluster' --trace is an input: here the old spelling still works, with a note
+    r.add_argument("--trace", dest="chrome_trace", metavar="FILE", action=DeprecatedAlias, new="--chrome-trace")
     r.add_argument("--csv", help="write the per-vertex trace as CSV")
     r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")
     r.add_argument("--json", action="store_true", help="print the metrics as JSON")

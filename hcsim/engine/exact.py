@@ -3,19 +3,49 @@
 The flows of the vertex's :class:`~hcsim.collectives.plans.FlowPlan` whose wait
 count is zero start with the vertex execution; each completion counts down the flows it
 releases, which start when their count reaches zero (in a ring: my next send waits for
-my last send and for my neighbour's chunk, so the ring is pipelined). The execution is
+my last send and for my neighbour's chunk, so the ring is pipelined). An entry of size
+0 is a join (:meth:`~hcsim.collectives.schedule.Schedule.join`): no flow, it is passed
+the moment its count reaches zero and releases what waits for it. The execution is
 over when every flow has completed. Nothing is approximated: every flow contends with
 all other traffic for as long as SimGrid says.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hcsim.collectives import FlowPlan, TopologyView, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
+from hcsim.errors import HcsimError
 
-__all__ = ["ExactFlows"]
+__all__ = ["ExactFlows", "max_flows_at_once"]
+
+MAX_FLOWS_AT_ONCE = 20_000
+"""How many flows one communication vertex may start at once on the exact path.
+
+Every completion costs SimGrid's ``wait_any`` time in proportion to the flows in flight
+(it registers and unregisters the waiting actor on each), so a vertex of F flows, W of
+them at once, costs about F x W x 0.5 us: measured on the CXL system,
+``cxl_shared_memory`` over 64 ranks (8,064 flows, 4,032 at once) 12 s and over 128
+ranks (32,512 flows, 16,256 at once) 302 s; over 256 ranks (65,280 at once) that rule
+gives 70 minutes, over 1024 twelve days. Past the limit the run is refused up front
+with one line instead of running for hours. ``HCSIM_MAX_FLOWS_AT_ONCE`` changes it.
+"""
+
+
+def max_flows_at_once() -> int:
+    """The limit in force: ``HCSIM_MAX_FLOWS_AT_ONCE`` if set (a positive integer), else :data:`MAX_FLOWS_AT_ONCE`."""
+    raw = os.environ.get("HCSIM_MAX_FLOWS_AT_ONCE")
+    if raw is None:
+        return MAX_FLOWS_AT_ONCE
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise HcsimError(f"HCSIM_MAX_FLOWS_AT_ONCE={raw!r} (valid: a positive integer)")
+    return value
 
 
 class ExactFlows:
@@ -29,32 +59,66 @@ class ExactFlows:
         return True
 
     def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
-        return build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
+        fp = build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
+        limit = max_flows_at_once()
+        wave = fp.waits.count(0)
+        if wave > limit:
+            raise HcsimError(
+                f"{data['kind']} '{data['algorithm']}' over {len(data['scope'])} ranks starts {wave} flows at once, "
+                f"more than the exact engine's {limit}: its cost grows as flows x flows in flight (about 5 min "
+                "at 16k at once, 70 min at 65k) (valid: fewer ranks, another algorithm, or a higher "
+                "HCSIM_MAX_FLOWS_AT_ONCE)"
+            )
+        return fp
 
     def launch(self, v: int, k: int, now: float) -> None:
         x = self.execution
         fp = x.flow_plans[v]
         src, dst = x.flow_hosts[v]
-        x.result.activities += len(fp)
+        x.result.activities += fp.flows
         run = VertexRun(v, k, now, len(fp), list(fp.waits))
         for f, w in enumerate(run.waits):
             if w == 0:
-                x.flow(src[f], dst[f], fp.size[f], (x, COMM, run, f), now)
-        if len(fp) == 0:
+                if fp.size[f]:
+                    x.flow(src[f], dst[f], fp.size[f], (x, COMM, run, f), now)
+                else:
+                    self._join(run, f, now)
+        if not run.pending:
             x.finish(run, now)
+
+    def _join(self, run: VertexRun, f: int, now: float) -> None:
+        """Join ``f`` is reached: count it done and release what waits for it (joins in turn, without recursion)."""
+        x = self.execution
+        fp = x.flow_plans[run.v]
+        src, dst = x.flow_hosts[run.v]
+        waits, stack = run.waits, [f]
+        while stack:
+            j = stack.pop()
+            run.pending -= 1
+            for g in fp.releases[j]:
+                waits[g] -= 1
+                if not waits[g]:
+                    if fp.size[g]:
+                        x.flow(src[g], dst[g], fp.size[g], (x, COMM, run, g), now)
+                    else:
+                        stack.append(g)
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         x, _, run, f = key  # keys of this strategy are plain tuples laid out as ActivityKey (records.py says why)
         fp = x.flow_plans[run.v]
+        size = fp.size
         if x.record_flows:
-            x.result.flows.append((fp.src[f], fp.dst[f], fp.size[f], act.start_time, now))
+            x.result.flows.append((fp.src[f], fp.dst[f], size[f], act.start_time, now))
         waits = run.waits
         src, dst = x.flow_hosts[run.v]
         for g in fp.releases[f]:
             waits[g] -= 1
             if not waits[g]:  # Execution.flow, inlined: this is the hot path
-                a, b = src[g], dst[g]
-                self._add_flow(self._sendto(a, b, fp.size[g]), (x, COMM, run, g), a, b, None, now)
+                if size[g]:
+                    a, b = src[g], dst[g]
+                    self._add_flow(self._sendto(a, b, size[g]), (x, COMM, run, g), a, b, None, now)
+                else:  # a join (Schedule.join): no flow, release its waiters now
+                    self._join(run, g, now)
         run.pending -= 1
         if not run.pending:
             x.finish(run, now)

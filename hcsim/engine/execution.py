@@ -134,7 +134,8 @@ class Execution:
                     view = TopologyView.of_hosts(all_hosts)
                 fp = self.flow_plans[i] = strategy.plan(d, view)
                 self.strategy_of[i], self.comm_complete[i] = strategy, strategy.complete
-                self.flow_hosts[i] = ([all_hosts[h] for h in fp.src], [all_hosts[h] for h in fp.dst])
+                host = all_hosts.get if fp.joins else all_hosts.__getitem__  # a join's "" ends map to None
+                self.flow_hosts[i] = ([host(h) for h in fp.src], [host(h) for h in fp.dst])
 
         self.started = [0] * len(names)
         self.completed = [0] * len(names)

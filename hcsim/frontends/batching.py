@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ import numpy as np
 from hcsim.analysis.statistics import confidence_interval, percentile_interval
 from hcsim.engine.driver import Driver
 from hcsim.errors import HcsimError
+from hcsim.progress import progress_bar
 from hcsim.sg import import_simgrid, load_platform, run_isolated
 
 __all__ = [
@@ -51,6 +53,26 @@ __all__ = [
 ]
 
 DISPATCH = ("random", "round_robin", "jsq")
+_PROGRESS_STEP = 1000  # requests served between progress-bar updates (one per batch would cost more than serving)
+
+
+class _Served:
+    """Requests served so far, shown as a progress bar on stderr (see :func:`hcsim.progress.progress_bar`)."""
+
+    def __init__(self, total: int, show: bool) -> None:
+        self.bar = progress_bar(total, "serving", "request", show=show) if show else None
+        self.count = self.shown = 0
+
+    def add(self, b: int) -> None:
+        self.count += b
+        if self.bar is not None and self.count - self.shown >= _PROGRESS_STEP:
+            self.bar.update(self.count - self.shown)
+            self.shown = self.count
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.count - self.shown)
+            self.bar.close()
 
 
 # ------------------------------------------------------------------ arrivals
@@ -262,12 +284,13 @@ def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c
     return summary
 
 
-def _serve_independent(platform, servers, streams, taus_for, max_batch, max_delay):  # noqa: ANN001, ANN202
+def _serve_independent(platform, servers, streams, taus_for, max_batch, max_delay, show):  # noqa: ANN001, ANN202
     """Each server batches its own known arrival stream: one actor per server."""
     sg = import_simgrid()
     engine = load_platform(platform)
     out: dict[int, list[tuple[float, int, float]]] = {}
     inf = math.inf
+    served = _Served(sum(len(a) for a in streams), show)
 
     def worker(k: int, arr: list[float], host) -> None:  # noqa: ANN001
         speed = host.speed
@@ -289,16 +312,18 @@ def _serve_independent(platform, servers, streams, taus_for, max_batch, max_dela
             b = waiting if max_batch == inf else min(waiting, max_batch)
             execute(taus_for(b) * speed)
             batches.append((now, b, clock()))
+            served.add(b)
             i += b
 
     for k, name in enumerate(servers):
         host = sg.Host.by_name(name)
         sg.Actor.create(f"server{k}", host, worker, k, streams[k], host)
     engine.run()
+    served.close()
     return out
 
 
-def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa: ANN001, ANN202, C901
+def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay, show):  # noqa: ANN001, ANN202, C901
     """Join the shortest queue: one controller wakes at completions, arrivals and queue deadlines."""
     from collections import deque
 
@@ -313,6 +338,7 @@ def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa:
     driver = Driver(sg)
     t_next = inf  # the next arrival or queue deadline, as of the last wait
     next_arrival = 0
+    progress = _Served(n, show)
 
     def ready(k: int, now: float) -> bool:
         q = queues[k]
@@ -344,6 +370,7 @@ def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa:
         k, began, b = batch
         rows[k].append((began, b, now))
         in_service[k] = 0
+        progress.add(b)
 
     def after_wake(now: float, act: object) -> None:
         nonlocal next_arrival
@@ -364,6 +391,7 @@ def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay):  # noqa:
 
     sg.Actor.create("dispatcher", hosts[0], controller)
     engine.run()
+    progress.close()
     return rows, assign
 
 
@@ -377,8 +405,12 @@ def serve(
     max_delay: float | None = None,
     dispatch: str = "round_robin",
     seed: int = 0,
+    progress: bool | None = None,
 ) -> ServeResult:
-    """Serve ``arrivals`` on the XPUs ``servers`` of a compiled platform with dynamic batching."""
+    """Serve ``arrivals`` on the XPUs ``servers`` of a compiled platform with dynamic batching.
+
+    ``progress``: a bar of requests served on stderr (default: when stderr is a terminal).
+    """
     if dispatch not in DISPATCH:
         raise HcsimError(f"dispatch policy {dispatch!r} is unknown (valid: {', '.join(DISPATCH)})")
     if not servers:
@@ -398,9 +430,10 @@ def serve(
             t = cache[b] = float(batch_time(b))
         return t
 
+    show = sys.stderr.isatty() if progress is None else bool(progress)
     if dispatch == "jsq":
         out, assign_list = run_isolated(
-            _serve_jsq, os.fspath(platform), list(servers), arr.tolist(), taus_for, max_batch, max_delay
+            _serve_jsq, os.fspath(platform), list(servers), arr.tolist(), taus_for, max_batch, max_delay, show
         )
         return _result(arr, np.array(assign_list), out, servers)
     if dispatch == "random":
@@ -408,7 +441,9 @@ def serve(
     else:
         assign = np.arange(n) % len(servers)
     streams = [arr[assign == k].tolist() for k in range(len(servers))]
-    out = run_isolated(_serve_independent, os.fspath(platform), list(servers), streams, taus_for, max_batch, max_delay)
+    out = run_isolated(
+        _serve_independent, os.fspath(platform), list(servers), streams, taus_for, max_batch, max_delay, show
+    )
     return _result(arr, assign, out, servers)
 
 

@@ -3,8 +3,11 @@
 Simulates Poisson arrivals served in batches on V100 servers behind a dispatcher and
 prints the latency beside the exact one of the truncated Markov chain
 (:func:`hcsim.analysis.queueing.exact_finite`). Durations take units (``--alpha 2ms``,
-``--max-delay 5ms``); a bare number is in seconds. Only the standard library at the
-top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+``--max-delay 5ms``) and rates too (``--rate 6000/s``, ``360000/min``); a bare number
+is in seconds, or per second. ``--requests`` counts the requests simulated (``--jobs``
+is its deprecated spelling). A progress bar shows on stderr when it is a terminal, or
+with ``--progress``. Only the standard library at the top: the ``hcsim`` command loads
+this module for ``--help`` (see :mod:`hcsim.cli`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 import os
 
 from hcsim.errors import HcsimError
+from hcsim.flags import DeprecatedAlias, rate_type
 from hcsim.units import parse_time
 
 __all__ = ["register"]
@@ -28,7 +32,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from hcsim.frontends import batching as fb
     from hcsim.platform import builders, compile_platform
 
-    if args.gpu:
+    model = None
+    stray = [f"--{k.replace('_', '-')}" for k in ("system", "xpus", "mix", "tp", "context") if getattr(args, k)]
+    if stray and not args.model:
+        raise HcsimError(f"{stray[0]} applies to --model only (valid: --model NAME|config.json with it, or drop it)")
+    if args.model:  # a transformer on --system: tau[b] from the engine (hcsim.workload.models.commands)
+        from hcsim.workload.models.commands import check_serve_model
+
+        check_serve_model(args)
+        model, alpha, tau0, beta, c0 = args.model, 1.0, 0.0, math.nan, math.nan
+    elif args.gpu:
         fit = q.fit_linear(q.V100_RESNET50 if args.gpu == "v100" else q.P4_RESNET50)
         alpha, tau0, beta, c0 = fit.alpha, fit.tau0, fit.beta, fit.c0
     else:
@@ -52,30 +65,41 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         lam_server = args.rho / alpha
     else:
         lam_server = args.rate / args.servers
-    fb.check_stable(lam_server, alpha, tau0, m)
-    topo = builders.star(args.servers, "V100")
+    if model is None:
+        fb.check_stable(lam_server, alpha, tau0, m)
+        topo, servers = builders.star(args.servers, "V100"), None
+    else:
+        from hcsim.platform.commands import build_topology
+
+        topo = build_topology(args)
     with tempfile.TemporaryDirectory() as tmp:
         platform = os.path.join(tmp, "p.xml")
         compile_platform(topo, platform)
-        arrivals = fb.arrival_times("poisson", lam_server * args.servers, args.jobs, args.seed)
+        if model is None:
+            servers, batch_time = topo.xpus(), fb.linear_time(alpha, tau0)
+        else:
+            lam_server, servers, batch_time = _model_timing(args, platform, m)
+        arrivals = fb.arrival_times("poisson", lam_server * len(servers), args.requests, args.seed)
         r = fb.serve(
             platform,
-            topo.xpus(),
+            servers,
             arrivals,
-            fb.linear_time(alpha, tau0),
+            batch_time,
             max_batch=m,
             max_delay=max_delay,
             dispatch=args.dispatch,
             seed=args.seed,
+            progress=True if args.progress else None,
         )
     mean, half = fb.confidence_interval(r.latency)
     p99, p99_half = fb.percentile_interval(r.latency, 99)
     if args.out:
         fb.write_outputs(r, args.out, beta, c0)
     # the exact chain and the bound model no max delay, and one server's own Poisson stream
-    exact_model = max_delay is None and (args.dispatch == "random" or args.servers == 1)
+    exact_model = model is None and max_delay is None and (args.dispatch == "random" or args.servers == 1)
     exact = q.exact_finite(lam_server, alpha, tau0, m) if exact_model else None
-    print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms (95% CI, batch means, {args.jobs} jobs)")
+    ci = f"95% CI, batch means, {args.requests} requests"
+    print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms ({ci})")
     print(f"p50              {np.percentile(r.latency, 50) * 1e3:.6g} ms")
     print(f"p99              {p99 * 1e3:.6g} ms +- {p99_half * 1e3:.3g} ms (95% CI, batch means)")
     if exact is not None:
@@ -89,6 +113,27 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_timing(args: argparse.Namespace, platform: str, max_batch: int):  # noqa: ANN202
+    """Per-server arrival rate, servers and tau[b] of ``serve --model``; prints the engine's table.
+
+    ``--rho`` is the load relative to a server's capacity, max over b <= M of b / tau[b].
+    """
+    from hcsim.workload.models.commands import serve_batch_time
+
+    table, servers = serve_batch_time(args, platform, max_batch)
+    capacity = max(b / t for b, t in table.items())
+    lam_server = args.rho * capacity if args.rho is not None else args.rate / len(servers)
+    if not lam_server < capacity:
+        raise HcsimError(
+            f"unstable: each server gets {lam_server:.6g} requests/s but serves at most {capacity:.6g} "
+            "(valid: --rho < 1, or a lower --rate)"
+        )
+    print(f"model            {args.model}: {len(servers)} server(s), a TP group each; tau[b] by the engine")
+    for b, t in table.items():
+        print(f"tau[{b}]{' ' * (12 - len(str(b)))}{t * 1e3:.6g} ms ({b / t:.4g} requests/s)")
+    return lam_server, servers, table.__getitem__
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hcsim serve`` (alias ``queue``, its former name)."""
     qu = sub.add_parser(
@@ -97,21 +142,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     gpu = qu.add_mutually_exclusive_group(required=True)
     gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
     gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
+    from hcsim.cli import _load  # without importing hcsim.workload: --help stays light
+
+    _load("hcsim.workload.models.commands").add_serve_options(qu, gpu)  # --model --system --xpus --tp --context
     qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
     load = qu.add_mutually_exclusive_group(required=True)
-    load.add_argument("--rho", type=float, help="load per server, lambda * alpha")
-    load.add_argument("--rate", type=float, help="total arrival rate, jobs/s")
-    qu.add_argument("--max-batch", type=int, help="largest batch (default: unlimited)")
+    load.add_argument(
+        "--rho", type=float, help="load per server, lambda * alpha (dimensionless, < 1; --model: lambda / capacity)"
+    )
+    load.add_argument(
+        "--rate",
+        type=rate_type("--rate", per="s"),
+        help="total arrival rate of requests, e.g. 6000/s or 360000/min (bare number: per second)",
+    )
+    qu.add_argument("--max-batch", type=int, help="largest batch, in requests (default: unlimited)")
     qu.add_argument(
         "--max-delay",
         help="an idle server waits for a full batch up to this long after its oldest job arrived, e.g. 5ms "
         "(bare number: seconds; default: no wait; no exact E[W] then)",
     )
-    qu.add_argument("--jobs", type=int, default=1_000_000, help="jobs to simulate (default 1e6)")
-    qu.add_argument("--seed", type=int, default=0)
-    qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher")
+    qu.add_argument("--requests", type=int, default=1_000_000, help="requests to simulate (a count; default 1e6)")
+    qu.add_argument("--jobs", dest="requests", type=int, action=DeprecatedAlias, new="--requests")
+    qu.add_argument("--seed", type=int, default=0, help="random seed of arrivals and dispatch (default 0)")
+    qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher (a count; default 1)")
     qu.add_argument("--dispatch", choices=("random", "round_robin", "jsq"), default="random")
-    qu.add_argument("--beta", type=float, help="with --alpha: energy per job in a batch (J), for eta")
-    qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch (J), for eta")
+    qu.add_argument("--beta", type=float, help="with --alpha: energy per request in a batch, in joules, for eta")
+    qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch, in joules, for eta")
+    qu.add_argument("--progress", action="store_true", help="show a progress bar on stderr (default: on a terminal)")
     qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
     qu.set_defaults(func=_cmd_serve)

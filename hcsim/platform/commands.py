@@ -1,4 +1,4 @@
-"""``hcsim platform build|compile|check|draw``: topologies to SimGrid platform XML.
+"""``hcsim platform build|compile|import|check|draw``: topologies to SimGrid platform XML.
 
 Bandwidth and latency flags take units (``--cxl-bandwidth 256GBps``, ``--link-latency
 1us``; see :mod:`hcsim.units`). Only the standard library at the top: the ``hcsim``
@@ -114,6 +114,22 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return _compile_and_report(Topology.read_graphml(args.topology), args)
 
 
+def _cmd_import(args: argparse.Namespace) -> int:
+    from hcsim.files import check_output_path
+    from hcsim.platform.imports import import_topology
+
+    check_output_path(args.output)
+    if args.save_graphml:
+        check_output_path(args.save_graphml)
+    topo = import_topology(
+        args.file, xpu=args.xpu, link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, fmt=args.format
+    )
+    code = _compile_and_report(topo, args)
+    if args.save_graphml:
+        topo.write_graphml(args.save_graphml)
+    return code
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from hcsim.platform.probe import check_platform
 
@@ -177,7 +193,7 @@ def _cmd_draw(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim platform`` and its actions build, compile, check and draw."""
+    """Add ``hcsim platform`` and its actions build, compile, import, check and draw."""
     plat = sub.add_parser("platform", help="build, check and draw platforms")
     psub = plat.add_subparsers(dest="action", required=True, parser_class=type(plat))
 
@@ -193,6 +209,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
     k.add_argument("-o", "--output", required=True, help="platform XML file to write")
     k.set_defaults(func=_cmd_compile)
+
+    i = psub.add_parser("import", help="import an ASTRA-sim network YAML or an InfraGraph file to SimGrid platform XML")
+    i.add_argument("file", help="ASTRA-sim network YAML or InfraGraph YAML/JSON (recognised by content)")
+    i.add_argument("--format", choices=("astra-sim", "infragraph"), help="force the format instead of detecting it")
+    i.add_argument("--xpu", default="H100", help="XPU preset of every NPU / xpu component (default H100)")
+    i.add_argument("--link-bandwidth", help="InfraGraph: bandwidth of links that declare none (e.g. 100Gbps)")
+    i.add_argument("--link-latency", help="InfraGraph: latency of links that declare none (e.g. 1us)")
+    i.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
+    i.add_argument("--save-graphml", metavar="FILE", help="also save the topology as GraphML")
+    i.add_argument("-o", "--output", required=True, help="platform XML file to write")
+    i.set_defaults(func=_cmd_import)
 
     c = psub.add_parser("check", help="load a platform XML in SimGrid and print what it holds")
     c.add_argument("platform", help="platform XML file")

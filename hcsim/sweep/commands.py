@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from hcsim.flags import DeprecatedAlias
+
 __all__ = ["register"]
 
 
@@ -15,7 +17,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from hcsim.sweep import load_spec, run_sweep
 
     spec = load_spec(args.spec)
-    report = run_sweep(spec, out=args.out, executor=args.executor, jobs=args.jobs, scheduler=args.scheduler)
+    report = run_sweep(spec, out=args.out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
     print(
         f"{report.out}: {report.total} points, {report.skipped} already done, {report.ok} ok, "
         f"{report.failed} failed, in {report.seconds:.1f} s"
@@ -29,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     sw.add_argument("spec", help="sweep spec (YAML): function, grid, fixed, points, timeout, out")
     sw.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
     sw.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (default: a local cluster)")
-    sw.add_argument("-j", "--jobs", type=int, help="parallel points / local Dask workers (default: CPU count)")
+    sw.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        help="parallel processes: points at once, or local Dask workers (a count; default: CPU count)",
+    )
+    sw.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
     sw.add_argument("--out", help="results file, JSON lines (default: the spec's 'out')")
     sw.set_defaults(func=_cmd_sweep)

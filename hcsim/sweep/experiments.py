@@ -118,36 +118,18 @@ def collective(
     ring algorithms on the paper systems (:func:`hcsim.engine.simulate_system`, within 1%
     of exact; the fold needs their server zones), and is ignored elsewhere (exact).
     """
-    from hcsim.collectives import algorithm as lookup
-    from hcsim.collectives.bench import busbw_factor, measure
+    from hcsim.collectives.bench import has_fast_path, measure, measure_fast
     from hcsim.engine import is_coherent
 
     size = int(parse_bytes(nbytes))
     topo = _collective_topology(system, xpus, mix, cxl_bandwidth, cxl_latency)
     coherent = is_coherent(topo)
     ranks = topo.xpus()[:xpus]
-    if fast and system in ("cxl", "noncoherent") and lookup(kind, algorithm).ring:
-        from hcsim.engine import simulate_system
-        from hcsim.workload import Workload
-
-        def factory(rs: list[str], group: int | None = None) -> Workload:
-            w = Workload(name=f"{kind}-{algorithm}", ranks=list(rs))
-            extra = {} if group is None else {"group": group}
-            w.add_comm(kind, size, kind, list(rs), algorithm=algorithm, is_start=True, **extra)
-            return w
-
-        r = simulate_system(topo, factory, iterations, coherent=coherent, fast=True, record_flows=False, progress=False)
-        t = r.makespan / iterations
-        algbw = size / t / 1e9
-        return {
-            "time_us": t * 1e6,
-            "algbw_gbps": algbw,
-            "busbw_gbps": algbw * busbw_factor(kind, len(ranks)),
-            "activities": r.activities,
-            "coherent": coherent,
-            "exact": False,
-            "wall_s": r.wall_seconds,
-        }
+    if fast and has_fast_path(topo, kind, algorithm, xpus):
+        row = measure_fast(topo, kind, algorithm, size, iterations=iterations, coherent=coherent)
+        out = {k: row[k] for k in ("time_us", "algbw_gbps", "busbw_gbps", "activities")}
+        out.update(coherent=coherent, exact=False, wall_s=row["wall_s"])
+        return out
     key = (system, xpus if system != "fattree" else len(topo.xpus()), mix, cxl_bandwidth, cxl_latency)
     path = _compiled(key, topo)
     row = measure(path, ranks, kind, algorithm, size, iterations=iterations, coherent=coherent)

@@ -18,7 +18,8 @@ is killed at its timeout and dies with its parent (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
+import functools
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -34,49 +36,86 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_output_path
+from hcsim.flags import DeprecatedAlias
 from hcsim.outputs import json_line
 from hcsim.progress import progress_bar
+from hcsim.sg import die_with_parent
 from hcsim.sweep.point import MARKER
 from hcsim.sweep.spec import Point, SweepSpec
 
 __all__ = ["run_point", "run_sweep", "read_results", "SweepReport"]
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+_LIVE: set[subprocess.Popen] = set()  # point processes this process runs now
+_LIVE_LOCK = threading.Lock()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the point and its SimGrid child (the point leads a process group of its own)."""
     try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
         pass
 
 
-def run_point(function: str, point_id: str, params: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-    """Run one point in a fresh Python process; always return a row (never raise)."""
+def kill_running_points() -> None:
+    """Kill every point process this process runs now (a sweep interrupted by Ctrl-C)."""
+    with _LIVE_LOCK:
+        for proc in _LIVE:
+            if proc.returncode is None:  # not reaped yet: its pid is still its own
+                _kill_group(proc)
+
+
+def run_point(
+    function: str, point_id: str, params: dict[str, Any], timeout: float | None, path: str | None = None
+) -> dict[str, Any]:
+    """Run one point in a fresh Python process; always return a row (never raise).
+
+    The point process sees the current directory and ``path`` (the sweep client's
+    directory, if it exists here) on its ``PYTHONPATH``. It leads a process group of its
+    own, so a Ctrl-C at the terminal reaches only the sweep client, which kills it
+    (:func:`kill_running_points`); it dies with its parent (``PR_SET_PDEATHSIG``).
+    """
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), env.get("PYTHONPATH", "")] if p)
+    extra = [os.getcwd()] + ([path] if path and os.path.isdir(path) else [])
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in [*extra, env.get("PYTHONPATH", "")] if p))
     request = json.dumps({"function": function, "params": params})
     row: dict[str, Any] = {"id": point_id, "params": params, "worker": f"{socket.gethostname()}:{os.getpid()}"}
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "hcsim.sweep.point"],
-            input=request,
-            capture_output=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
             env=env,
-            preexec_fn=_die_with_parent,
+            start_new_session=True,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
         )
-    except subprocess.TimeoutExpired:
-        row.update(status="timeout", error=f"point exceeded its timeout of {timeout} s", result=None)
-        row["seconds"] = time.perf_counter() - t0
-        return row
     except OSError as exc:  # could not even start the point (no memory, too many files...)
         row.update(status="error", error=f"could not start the point: {exc}", result=None)
         row["seconds"] = time.perf_counter() - t0
         return row
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        stdout, stderr = proc.communicate(request, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.communicate()
+        row.update(status="timeout", error=f"point exceeded its timeout of {timeout} s", result=None)
+        row["seconds"] = time.perf_counter() - t0
+        return row
+    finally:
+        if proc.returncode is None:  # interrupted while waiting (this thread got the exception)
+            _kill_group(proc)
+            proc.wait()
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     row["seconds"] = time.perf_counter() - t0
     answer: Any = {}
-    for line in reversed(proc.stdout.splitlines()):
+    for line in reversed(stdout.splitlines()):
         if line.startswith(MARKER):
             try:
                 answer = json.loads(line[len(MARKER) :])
@@ -90,15 +129,37 @@ def run_point(function: str, point_id: str, params: dict[str, Any], timeout: flo
     else:
         reason = answer.get("error")
         if reason is None:
-            tail = proc.stderr.strip().splitlines()
+            tail = stderr.strip().splitlines()
             reason = f"point process exited with code {proc.returncode}" + (f": {tail[-1]}" if tail else "")
         row.update(status="error", result=None, error=reason)
     return row
 
 
 # ---------------------------------------------------------------------- results file
-def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a results file; a line cut short by a crash is skipped, not an error."""
+#: Host facts of a row (how long, where), kept out of the results file: they differ between reruns.
+HOST_FIELDS = ("seconds", "worker")
+#: Host facts some experiment functions put in their result (host time of SimGrid's loop).
+RESULT_HOST_FIELDS = ("wall_s",)
+
+
+def timings_path(path: str | os.PathLike[str]) -> str:
+    """The host-timings file beside a results file: ``r.jsonl`` -> ``r.timings.jsonl``."""
+    base, ext = os.path.splitext(os.fspath(path))
+    return f"{base}.timings{ext or '.jsonl'}"
+
+
+def split_row(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A row as (its reproducible part, for the results file; its host timings, for the timings file)."""
+    record = {k: v for k, v in row.items() if k not in HOST_FIELDS}
+    timing: dict[str, Any] = {"id": row["id"], **{k: row.get(k) for k in HOST_FIELDS}}
+    result = row.get("result")
+    if isinstance(result, dict) and any(k in result for k in RESULT_HOST_FIELDS):
+        record["result"] = {k: v for k, v in result.items() if k not in RESULT_HOST_FIELDS}
+        timing["result"] = {k: result[k] for k in RESULT_HOST_FIELDS if k in result}
+    return record, timing
+
+
+def _json_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     rows = []
     try:
         with open(path) as f:
@@ -114,44 +175,108 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return rows
 
 
-class _ResultsFile:
-    """Append-only JSON lines; checked up front, opened at the first row (a failed start leaves nothing)."""
+def read_results(path: str | os.PathLike[str], *, timings: bool = True) -> list[dict[str, Any]]:
+    """Rows of a results file; a line cut short by a crash is skipped, not an error.
+
+    With ``timings`` each row gets its host facts back from the timings file (``seconds``,
+    ``worker`` and e.g. ``result["wall_s"]``), matched by point id in order of writing.
+    """
+    rows = _json_rows(path)
+    if not timings:
+        return rows
+    pending: dict[str, list[dict[str, Any]]] = {}
+    for t in _json_rows(timings_path(path)):
+        pending.setdefault(t["id"], []).append(t)
+    for row in rows:
+        queue = pending.get(row["id"])
+        if not queue:
+            continue
+        t = queue.pop(0)
+        row.update({k: t.get(k) for k in HOST_FIELDS})
+        if isinstance(row.get("result"), dict) and isinstance(t.get("result"), dict):
+            row["result"] = {**row["result"], **t["result"]}
+    return rows
+
+
+class _LinesFile:
+    """Append-only JSON lines, one ``write`` and ``fsync`` per row; opened at the first row."""
 
     def __init__(self, path: str) -> None:
         check_output_path(path)
         if os.path.exists(path) and not os.access(path, os.W_OK):
             raise HcsimError(f"results file '{path}' is not writable (valid: a writable path)")
         self.path = path
-        self._f: Any = None
+        self._fd: int | None = None
 
     def append(self, row: dict[str, Any]) -> None:
-        if self._f is None:
-            self._f = open(self.path, "a")  # noqa: SIM115 - closed by close()
-            if self._f.tell() > 0:
+        line = json_line(row).encode()
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            size = os.fstat(self._fd).st_size
+            if size > 0:
                 with open(self.path, "rb") as r:
-                    r.seek(-1, os.SEEK_END)
+                    r.seek(size - 1)
                     if r.read(1) != b"\n":  # a previous run died mid-line: start on a fresh one
-                        self._f.write("\n")
-        self._f.write(json_line(row))
-        self._f.flush()
-        os.fsync(self._f.fileno())
+                        line = b"\n" + line
+        os.write(self._fd, line)  # one system call: a signal cannot cut the row in two
+        os.fsync(self._fd)
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class _ResultsFile:
+    """The results file and its timings file; checked up front (a failed start leaves nothing)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._results = _LinesFile(path)
+        self._timings = _LinesFile(timings_path(path))
+
+    def append(self, row: dict[str, Any]) -> None:
+        record, timing = split_row(row)
+        self._results.append(record)
+        self._timings.append(timing)
+
+    def close(self) -> None:
+        self._results.close()
+        self._timings.close()
 
 
 # ---------------------------------------------------------------------- executors
 def _local(spec: SweepSpec, points: list[Point], jobs: int) -> Iterator[dict[str, Any]]:
     pool = ThreadPoolExecutor(max_workers=jobs)
     finished = False
+    here = os.getcwd()
     try:
-        futures = [pool.submit(run_point, spec.function, p.id, p.params, spec.timeout) for p in points]
+        futures = [pool.submit(run_point, spec.function, p.id, p.params, spec.timeout, here) for p in points]
         for fut in as_completed(futures):
             yield fut.result()
         finished = True
-    finally:  # on Ctrl-C or an error, do not start the points still queued
-        pool.shutdown(wait=finished, cancel_futures=not finished)
+    finally:  # on Ctrl-C or an error: start no queued point, kill the running ones, and wait for their threads
+        pool.shutdown(wait=False, cancel_futures=not finished)
+        if not finished:
+            kill_running_points()
+        pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start local Dask workers with SIGINT ignored (inherited through exec): Ctrl-C is the client's.
+
+    Otherwise a Ctrl-C at the terminal reaches every worker of the foreground process
+    group, and each prints its tracebacks; the client closes the cluster instead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None) -> Iterator[dict[str, Any]]:
@@ -160,6 +285,8 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
     from distributed import as_completed as dask_completed
 
     cluster = None
+    finished = False
+    here = os.getcwd()
     if scheduler:
         quiet = logging.getLogger("distributed")
         level = quiet.level
@@ -171,22 +298,28 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
         finally:
             quiet.setLevel(level)
     else:
-        with dask.config.set({"distributed.worker.daemon": False}):
-            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+        with dask.config.set({"distributed.worker.daemon": False}), _workers_ignore_ctrl_c():
+            cluster = LocalCluster(
+                n_workers=jobs,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,  # a closing worker warns of every task it cancels
+            )
         client = Client(cluster)
     try:
         futures = {
             client.submit(
-                run_point, spec.function, p.id, p.params, spec.timeout, key=f"hcsim-point-{p.id}", pure=False
+                run_point, spec.function, p.id, p.params, spec.timeout, here, key=f"hcsim-point-{p.id}", pure=False
             ): p
             for p in points
         }
-        for fut in dask_completed(futures):
-            p = futures[fut]
+        for fut in dask_completed(list(futures)):
+            p = futures.pop(fut)
             try:
-                yield fut.result()
+                row = fut.result()
             except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker after repeated worker deaths
-                yield {
+                row = {
                     "id": p.id,
                     "params": p.params,
                     "status": "error",
@@ -195,10 +328,30 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
                     "seconds": None,
                     "worker": None,
                 }
+            # Let the cluster forget a point once its row is here: a result Dask still holds on a
+            # worker that then dies would be computed again, to be handed to nobody.
+            fut.release()
+            del fut
+            yield row
+        finished = True
     finally:
+        if not finished and cluster is not None:  # our own workers: stop their points, then close them
+            with contextlib.suppress(Exception):
+                client.run(kill_running_points)
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _current_directory_importable() -> None:
+    """Let the spec's function come from the current directory, as it does in the point processes.
+
+    ``python -m hcsim.cli`` has the current directory on ``sys.path`` but the ``hcsim``
+    script does not; points always get it on their ``PYTHONPATH`` (:func:`run_point`).
+    """
+    here = os.getcwd()
+    if not any(os.path.abspath(p or ".") == here for p in sys.path):
+        sys.path.append(here)
 
 
 @dataclass
@@ -233,6 +386,7 @@ def run_sweep(
     path = out or spec.out
     if not path:
         raise HcsimError("no results file (valid: --out FILE.jsonl or 'out:' in the spec)")
+    _current_directory_importable()
     spec.check_parameters()
     points = spec.expand()
     results = _ResultsFile(path)  # refuses an unwritable file before anything runs
@@ -261,12 +415,15 @@ def add_sweep_arguments(parser: Any) -> None:
     """The flags every experiment script shares, so any of them scales out unchanged."""
     parser.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
     parser.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    parser.add_argument("-j", "--jobs", type=int, help="parallel points / local Dask workers (default: CPU count)")
+    parser.add_argument(
+        "-j", "--workers", type=int, help="parallel processes: points at once, or local Dask workers (default: CPUs)"
+    )
+    parser.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
 
 
 def sweep_from_arguments(spec: SweepSpec, args: Any, out: str) -> list[dict[str, Any]]:
     """Run ``spec`` with the shared flags; return the latest ok row of every point of the spec."""
-    run_sweep(spec, out=out, executor=args.executor, jobs=args.jobs, scheduler=args.scheduler)
+    run_sweep(spec, out=out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
     wanted = {p.id for p in spec.expand()}
     latest = {r["id"]: r for r in read_results(out) if r.get("status") == "ok" and r["id"] in wanted}
     return [latest[p.id] for p in spec.expand() if p.id in latest]

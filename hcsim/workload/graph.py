@@ -16,7 +16,8 @@ An edge u -> v means v's k-th execution needs u's k-th. An edge with
 and the first execution ignores it (the backward pass of step k feeds the forward
 pass of step k+1). Start vertices enter the execution container at time 0.
 
-Graphs save to and load from JSON (NetworkX node-link format).
+Graphs save to and load from JSON (NetworkX node-link format), and to and from Chakra
+execution traces (:meth:`Workload.to_chakra`, :mod:`hcsim.workload.chakra`).
 """
 
 from __future__ import annotations
@@ -228,6 +229,12 @@ class Workload(nx.DiGraph):
         from hcsim.outputs import write_json
 
         write_json(path, nx.node_link_data(self, edges="edges"))
+
+    def to_chakra(self, directory: str | os.PathLike[str], name: str | None = None) -> list[str]:
+        """Write per-rank Chakra ET files ``DIRECTORY/NAME.RANK.et``; see :func:`hcsim.workload.chakra.write_chakra`."""
+        from hcsim.workload.chakra import write_chakra
+
+        return write_chakra(self, directory, name)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Workload:

@@ -14,8 +14,16 @@ shapes (hidden h = 5120, intermediate 13824, no biases, RMSNorm):
 
 That is 317,204,480 parameters per decoder (12.69 G for the 40 decoders; 1.269 GB of
 FP32 gradients per decoder). The table's FLOPs for one iteration (40 decoders, forward
-+ backward: 318.3 TFLOP per sample) are 2.1% above 6 x parameters x tokens (311.8
-TFLOP); a test checks it.
++ backward: 318.3 "TFLOP" per sample as printed) are 2.1% above 6 x parameters x tokens
+(311.8 TFLOP); a test checks it.
+
+**Units.** The table's GFLOP columns are in units of 2^40/1000 FLOP (1.0995e9), not
+1e9: linear_k is 2 x 4096 x 5120^2 = 214.7e9 FLOP, printed 195.0 (195.3 in those units),
+and the attention row's 312.5 is 4 x 4096^2 x 5120 exactly in them. hcsim keeps the
+numbers as printed, read with GFLOP = 1e9, so that this workload is the paper's own
+(every SI count of these operators is 9.95% higher). :mod:`hcsim.workload.models`
+derives FLOPs from the shapes instead (``hcsim run --model llama2-13b``); its docs
+compare the two row by row.
 
 **Memory footprint** (what decides locality, per decoder and XPU): weights, gradients
 and Adam's two moments, 16 bytes per parameter (5.08 GB), plus the activations kept for

@@ -73,11 +73,6 @@ CASES = [
     case("run-network-model-file-with-system", _RUN + " --system cxl --xpus 8 --network-model file", "raw"),
     case("run-network-model-unknown", _RUN + " --system cxl --xpus 8 --network-model lv08", "invalid choice"),
     case(
-        "run-trace-and-chrome-trace",
-        _RUN + " --system cxl --xpus 8 --trace {tmp}/a.json --chrome-trace {tmp}/b.json",
-        "--chrome-trace",
-    ),
-    case(
         "graphml-numbered-names-lost",
         "platform compile {tmp}/t.graphml -o {tmp}/t.xml",
         "renamed.*'id' or 'name'",

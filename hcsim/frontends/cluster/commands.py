@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 
 from hcsim.errors import HcsimError
 from hcsim.units import parse_time
@@ -20,14 +21,16 @@ __all__ = ["register"]
 
 def _cmd_cluster(args: argparse.Namespace) -> int:
     from hcsim.frontends.cluster import default_cluster_size, parse_partitions, parse_quanta, simulate_cluster
-    from hcsim.frontends.cluster.outputs import summarize, write_outputs
+    from hcsim.frontends.cluster.outputs import summarize, workload_name, write_outputs
     from hcsim.frontends.cluster.traces import read_trace
     from hcsim.platform import builders
 
     if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
         raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
     if not os.path.isfile(args.trace):
-        raise HcsimError(f"--trace '{args.trace}' does not exist (valid: a Helios CSV, Philly JSON or SWF file)")
+        raise HcsimError(
+            f"--trace '{args.trace}' does not exist (valid: a Helios CSV, Philly JSON or SWF file, gzipped or not)"
+        )
     overhead = parse_time(args.overhead, "--overhead")
     snapshots = None if args.snapshot is None else [parse_time(t, "--snapshot") for t in args.snapshot]
     options: dict[str, object] = {}
@@ -53,7 +56,19 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
         partitions=partitions,
         policy_options=options,
     )
-    summary = write_outputs(result, trace.jobs, args.out, snapshots) if args.out else summarize(result)
+    rejected = [r for r in result.jobs if r.state != "COMPLETED"]
+    if rejected and len(rejected) == len(result.jobs):
+        raise HcsimError(f"all {len(rejected)} jobs were rejected, e.g. job {rejected[0].job_id}: {rejected[0].reason}")
+    if rejected:
+        print(
+            f"hcsim: warning: {len(rejected)} of {len(result.jobs)} jobs rejected, "
+            f"e.g. job {rejected[0].job_id}: {rejected[0].reason}",
+            file=sys.stderr,
+        )
+    if args.out:
+        summary = write_outputs(result, trace.jobs, args.out, snapshots, workload=workload_name(args.trace))
+    else:
+        summary = summarize(result)
     print(f"{len(trace.jobs)} jobs ({len(trace.skipped)} rows skipped) on {xpus} GPUs, {args.system} system")
     migration = "on" if args.migration else "off"
     print(f"policy {summary['policy']}, placement {summary['placement']}, migration {migration}")
@@ -74,7 +89,9 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hcsim cluster``."""
     cl = sub.add_parser("cluster", help="multi-tenant GPU cluster: schedule a job trace on a platform (AnalySIM)")
-    cl.add_argument("--trace", required=True, help="job trace: Helios cluster_log.csv, Philly JSON or SWF")
+    cl.add_argument(
+        "--trace", required=True, help="job trace: Helios cluster_log.csv, Philly JSON or SWF, each may be gzipped"
+    )
     cl.add_argument("--format", choices=("helios", "philly", "swf"), help="trace format (default: guessed)")
     cl.add_argument("--policy", default="fcfs", help="fcfs, easy, sjf, las, rr, mlfq, las-mlfq (default fcfs)")
     cl.add_argument("--placement", default="best-fit", help="first-fit, best-fit, free-gpu (default best-fit)")
@@ -84,7 +101,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     cl.add_argument("--xpus", type=int, help="GPUs of the cluster (default: the largest job, rounded up to 8)")
     cl.add_argument("--system", choices=("noncoherent", "cxl"), default="noncoherent", help="platform (Fig. 6)")
-    cl.add_argument("--partitions", help="nodes per partition, e.g. train=96,dev=32 (default: one)")
+    cl.add_argument(
+        "--partitions",
+        help="nodes per partition, named as the trace's partitions (Helios/Philly vc, SWF partition number), "
+        "e.g. 1=24,2=8 (default: one for all jobs)",
+    )
     cl.add_argument("--slice", help="rr: time slice, e.g. 3600 or 1h (bare number: s; default 3600)")
     cl.add_argument(
         "--quanta",

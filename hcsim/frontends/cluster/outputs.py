@@ -1,25 +1,44 @@
 """What a cluster run leaves behind: Batsim-style jobs.csv, a summary, time series, pictures.
 
-* ``jobs.csv``: one row per job with Batsim's field names (``job_id``,
+* ``jobs.csv``: Batsim's jobs file, as Batsim and evalys read it: one row per *run
+  segment* of a job (an execution on one allocation, from its start until it ended or
+  was preempted or migrated), so that summing the rows active at an instant counts the
+  GPUs really in use. Batsim's columns (``job_id``, ``workload_name``, ``profile``,
   ``submission_time``, ``requested_number_of_resources``, ``requested_time``,
   ``success``, ``final_state``, ``starting_time``, ``execution_time``, ``finish_time``,
-  ``waiting_time``, ``turnaround_time``, ``stretch``, ``allocated_resources``), plus
-  ``partition``, ``user``, ``preemptions`` and ``migrations``. As in Batsim,
-  ``execution_time`` is finish - start (preempted time included) and
-  ``allocated_resources`` is an interval set of GPU ids (``"0-3 8"``), here of the
-  job's last placement. Rejected jobs have ``final_state`` REJECTED and -1 times.
+  ``waiting_time``, ``turnaround_time``, ``stretch``, ``consumed_energy``,
+  ``allocated_resources``) plus ``partition``, ``user``, ``segment`` (0, 1, ... within
+  the job), ``preemptions`` and ``migrations`` (of the whole job). Per row, as Batsim
+  defines them: ``starting_time``/``finish_time`` bound the segment, ``execution_time``
+  = finish - start, ``waiting_time`` = start - submission (evalys rebuilds a row's start
+  as submission + waiting), ``turnaround_time`` = finish - submission,
+  ``allocated_resources`` the segment's GPU ids as an interval set (``"0-3 8"``). Times
+  are on a 1/64 s grid (:data:`TIME_GRID`, exact in binary and in 6 decimals) so that
+  tools adding them up (evalys does) find the instants the rows state. A
+  segment that was preempted or migrated away is ``COMPLETED_KILLED`` (``success`` 0),
+  as Batsim writes a killed job that is resubmitted; the job's last segment is
+  ``COMPLETED_SUCCESSFULLY``, so a job's final row is the one with ``success`` 1.
+  ``stretch`` = turnaround / the job's execution time so far (the sum over its
+  segments up to that row): on the final row, time in the system over time on GPUs,
+  > 1 for a job that was preempted and waited. All segments of a job share its
+  ``job_id`` (evalys draws them as one job). ``workload_name`` is the trace's name,
+  ``profile`` ``delay`` for a trace job (it runs for its recorded time) or
+  ``workload`` for a job whose graph the engine runs; ``consumed_energy`` is -1
+  (energy is not simulated). A rejected job is one ``REJECTED`` row with -1 times.
 * ``summary.json``: job completion time (JCT = turnaround) mean and percentiles,
   waiting time, makespan, GPU utilization, time-averaged #usedGPU/#usedNodes
   (AnalySIM's fragmentation measure; 8 is ideal on 8-GPU nodes), preemptions,
   migrations, rejected jobs with reasons; times in seconds, their keys end in ``_s``
   (``jct_mean_s``, ``makespan_s``; the old unsuffixed names still read from the returned
-  dict, see :data:`SUMMARY_ALIASES`). ``wall_s`` is the host time of the run: the one
-  field that differs between identical runs.
+  dict, see :data:`SUMMARY_ALIASES`). The dict :func:`summarize` returns also has
+  ``wall_s``, the host time of the run; it differs between identical runs, so it is
+  not written to ``summary.json`` (the command prints it): every file is the same
+  byte for byte for the same trace and options.
 * ``series.csv`` / ``series.png``: #usedGPU, #usedNodes and their ratio, pending and
   running jobs over time.
 * ``trace.json``: a Chrome trace (chrome://tracing, Perfetto; built by
-  :class:`hcsim.outputs.ChromeTrace`) with one slice per run segment of each job, on its
-  first GPU's lane (a thread), grouped by node (a process).
+  :class:`hcsim.outputs.ChromeTrace`) with one slice per run segment of each job on the
+  lane (a thread) of *every* GPU it holds, grouped by node (a process).
 * ``gpus_<t>.png``: AnalySIM's cluster picture at time t: each GPU a square coloured by
   the job holding it (white: idle), nodes grouped by partition.
 """
@@ -44,14 +63,17 @@ __all__ = [
     "interval_set",
     "job_rows",
     "summarize",
+    "workload_name",
     "write_outputs",
 ]
 
 JOB_FIELDS = [
-    "job_id", "submission_time", "requested_number_of_resources", "requested_time", "success", "final_state",
-    "starting_time", "execution_time", "finish_time", "waiting_time", "turnaround_time", "stretch",
-    "allocated_resources", "partition", "user", "preemptions", "migrations",
+    "job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources", "requested_time",
+    "success", "final_state", "starting_time", "execution_time", "finish_time", "waiting_time", "turnaround_time",
+    "stretch", "consumed_energy", "allocated_resources", "partition", "user", "segment", "preemptions", "migrations",
 ]  # fmt: skip
+#: Summary keys measured on the host, not simulated: kept out of ``summary.json`` (not reproducible).
+HOST_FIELDS = ("wall_s",)
 SERIES_FIELDS = ["time_s", "used_gpus", "used_nodes", "gpus_per_used_node", "pending", "running"]
 
 #: Summary keys before they carried their unit -> today's; the old names still read (deprecated).
@@ -85,47 +107,75 @@ def _num(x: float) -> str:
     return repr(float(x)) if math.isfinite(x) else "-1"
 
 
-def job_rows(result: ClusterResult, jobs: list[Job]) -> list[dict[str, Any]]:
-    """One Batsim-style row per job, in input order."""
+#: jobs.csv's time grid (s): multiples of 1/64 are exact both in binary and in 6 decimals.
+TIME_GRID = 1 / 64
+
+
+def _on_grid(t: float) -> float:
+    """``t`` on jobs.csv's time grid, so submission + waiting + execution adds up exactly to the row's finish.
+
+    evalys rounds every column to 6 decimals and rebuilds each row's start and finish
+    by adding them; with arbitrary floats, an instant where one job's segment ends and
+    another's begins splits into two instants a few ulps apart, and the GPUs in use
+    briefly count both jobs. Times on this grid add exactly (below 2**46 s).
+    """
+    return round(t / TIME_GRID) * TIME_GRID
+
+
+def workload_name(source: str | os.PathLike[str] | None) -> str:
+    """Batsim's name for a workload read from ``source``: the file's stem (``!`` is Batsim's separator), else ``w0``."""
+    stem = os.path.basename(os.fspath(source or "")).split(".")[0].replace("!", "_").strip()
+    return stem or "w0"
+
+
+def job_rows(result: ClusterResult, jobs: list[Job], workload: str = "w0") -> list[dict[str, Any]]:
+    """Batsim's rows: one per run segment of each job (one REJECTED row for a rejected job), jobs in input order."""
     rows = []
     for rec in result.jobs:
         job = jobs[rec.index]
         req = job.extra.get("requested_time", job.duration if job.duration is not None else -1)
-        row: dict[str, Any] = {
+        submit = _on_grid(rec.submit)
+        base: dict[str, Any] = {
             "job_id": rec.job_id,
-            "submission_time": _num(rec.submit),
+            "workload_name": workload,
+            "profile": "delay" if job.workload is None else "workload",
+            "submission_time": _num(submit),
             "requested_number_of_resources": rec.gpus,
             "requested_time": _num(float(req)) if req is not None else "-1",
-            "success": 1 if rec.state == "COMPLETED" else 0,
-            "final_state": "COMPLETED_SUCCESSFULLY" if rec.state == "COMPLETED" else "REJECTED",
+            "consumed_energy": "-1",
             "partition": rec.partition,
             "user": job.user,
             "preemptions": rec.preemptions,
             "migrations": rec.migrations,
         }
-        if rec.state == "COMPLETED":
-            execution = rec.finish - rec.start
-            turnaround = rec.finish - rec.submit
-            row.update(
-                starting_time=_num(rec.start),
-                execution_time=_num(execution),
-                finish_time=_num(rec.finish),
-                waiting_time=_num(rec.start - rec.submit),
-                turnaround_time=_num(turnaround),
-                stretch=_num(turnaround / execution) if execution > 0 else "1.0",
-                allocated_resources=interval_set(rec.segments[-1][2]) if rec.segments else "",
+        if rec.state != "COMPLETED" or not rec.segments:
+            never = ("starting_time", "execution_time", "finish_time", "waiting_time", "turnaround_time", "stretch")
+            rows.append(
+                {**base, "success": 0, "final_state": "REJECTED", **dict.fromkeys(never, "-1")}
+                | {"allocated_resources": "", "segment": 0}
             )
-        else:
-            row.update(
-                starting_time="-1",
-                execution_time="-1",
-                finish_time="-1",
-                waiting_time="-1",
-                turnaround_time="-1",
-                stretch="-1",
-                allocated_resources="",
+            continue
+        served = 0.0
+        last = len(rec.segments) - 1
+        for k, (start, end, gpus) in enumerate(rec.segments):
+            s, e = _on_grid(start), _on_grid(end)
+            served += e - s
+            turnaround = e - submit
+            rows.append(
+                {
+                    **base,
+                    "success": 1 if k == last else 0,
+                    "final_state": "COMPLETED_SUCCESSFULLY" if k == last else "COMPLETED_KILLED",
+                    "starting_time": _num(s),
+                    "execution_time": _num(e - s),
+                    "finish_time": _num(e),
+                    "waiting_time": _num(s - submit),
+                    "turnaround_time": _num(turnaround),
+                    "stretch": _num(turnaround / served) if served > 0 else "1.0",
+                    "allocated_resources": interval_set(gpus),
+                    "segment": k,
+                }
             )
-        rows.append(row)
     return rows
 
 
@@ -183,20 +233,28 @@ def summarize(result: ClusterResult) -> dict[str, Any]:
 
 
 def chrome_trace(result: ClusterResult) -> ChromeTrace:
-    """A slice per job segment on its first GPU's lane (a thread), grouped by node (a process)."""
+    """A slice per job segment on the lane (a thread) of every GPU it holds, grouped by node (a process).
+
+    Lanes are named in GPU order before any slice, so the trace lists nodes and GPUs in
+    the cluster's order whatever ran first.
+    """
     trace = ChromeTrace()
+    used = sorted({g for rec in result.jobs for _, _, gpus in rec.segments for g in gpus})
+    for g in used:
+        trace.lane(result.node_names[result.gpu_node[g]], result.gpu_names[g])
     for rec in result.jobs:
         for k, (s, e, gpus) in enumerate(rec.segments):
-            first = gpus[0] if gpus else 0
-            trace.add(
-                f"job {rec.job_id}",
-                rec.partition or "default",
-                s,
-                e,
-                process=result.node_names[result.gpu_node[first]],
-                thread=result.gpu_names[first],
-                args={"gpus": len(gpus), "segment": k, "submit_s": rec.submit},
-            )
+            args = {"gpus": len(gpus), "segment": k, "submit_s": rec.submit, "allocated": interval_set(gpus)}
+            for g in gpus:
+                trace.add(
+                    f"job {rec.job_id}",
+                    rec.partition or "default",
+                    s,
+                    e,
+                    process=result.node_names[result.gpu_node[g]],
+                    thread=result.gpu_names[g],
+                    args=args,
+                )
     return trace
 
 
@@ -276,16 +334,23 @@ def _plot_series(result: ClusterResult, path: str) -> None:
 
 
 def write_outputs(
-    result: ClusterResult, jobs: list[Job], directory: str | os.PathLike[str], snapshots: list[float] | None = None
+    result: ClusterResult,
+    jobs: list[Job],
+    directory: str | os.PathLike[str],
+    snapshots: list[float] | None = None,
+    workload: str = "w0",
 ) -> dict[str, Any]:
-    """Write jobs.csv, summary.json, series.csv/png, trace.json and GPU pictures; return the summary."""
+    """Write jobs.csv, summary.json, series.csv/png, trace.json and GPU pictures; return the summary.
+
+    ``workload`` is jobs.csv's ``workload_name`` (see :func:`workload_name`).
+    """
     out = os.fspath(directory)
     os.makedirs(out, exist_ok=True)
-    write_csv(os.path.join(out, "jobs.csv"), job_rows(result, jobs), JOB_FIELDS, line_end="\n")
+    write_csv(os.path.join(out, "jobs.csv"), job_rows(result, jobs, workload), JOB_FIELDS, line_end="\n")
     series = [(t, g, n, g / n if n else 0.0, p, r) for t, g, n, p, r in result.series]
     write_csv(os.path.join(out, "series.csv"), series, SERIES_FIELDS, line_end="\n")
     summary = summarize(result)
-    write_json(os.path.join(out, "summary.json"), summary)
+    write_json(os.path.join(out, "summary.json"), {k: v for k, v in summary.items() if k not in HOST_FIELDS})
     chrome_trace(result).write(os.path.join(out, "trace.json"))
     _plot_series(result, os.path.join(out, "series.png"))
     for t in snapshots if snapshots is not None else [result.makespan / 2]:

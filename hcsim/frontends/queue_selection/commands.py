@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from hcsim.flags import rate_type
 from hcsim.units import parse_minutes
 
 __all__ = ["add_arguments", "minutes_list", "register"]
@@ -67,10 +68,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     p.add_argument("--arrival", default="lomax", help="lomax (the paper's) or poisson (with --rate)")
-    p.add_argument("--rate", type=float, default=None, help="poisson arrivals per minute")
+    p.add_argument(
+        "--rate",
+        type=rate_type("--rate", per="min"),
+        default=None,
+        help="poisson arrival rate, e.g. 0.1/min or 6/h (bare number: per minute)",
+    )
     p.add_argument("--offset-ties", default="lowest", help="offset ties: lowest id or random (default lowest)")
     p.add_argument(
         "--offset-rule", default="fewest", help="offset picks the queue with the fewest (default) or most completions"
     )
-    p.add_argument("--workers", type=int, default=1, help="parallel SimGrid processes (default 1)")
+    p.add_argument("-j", "--workers", type=int, default=1, help="parallel SimGrid processes (default 1)")
     p.add_argument("--out", default=None, help="directory for summary.csv, cdf.csv, cdf.png")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import math
 import os
+import zlib
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,9 @@ from hcsim.progress import progress_bar
 _PROGRESS_STEP = 1000  # rows between progress-bar updates (per-row updates would cost more than parsing)
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 _MISSING = ("", "None", "none", "null", "NULL", "NaN", "nan", "NaT")
+_GZIP_MAGIC = b"\x1f\x8b"
+#: Largest decompressed trace read from a .gz file (the Parallel Workloads Archive's largest logs are far smaller).
+MAX_GUNZIPPED_BYTES = 1 << 30
 
 
 def _show(value: Any, limit: int = 40) -> str:
@@ -43,6 +48,8 @@ def _read_text(path: str | os.PathLike[str], what: str, head: int = -1) -> str:
             data = f.read(head)
     except OSError as e:
         raise HcsimError(f"trace file '{name}' cannot be read: {e.strerror} {valid}") from None
+    if data[:2] == _GZIP_MAGIC:
+        data = _gunzip(name, head, valid)
     try:
         text = data.decode("utf-8-sig", errors="strict" if head < 0 else "replace")
     except UnicodeDecodeError as e:
@@ -51,6 +58,30 @@ def _read_text(path: str | os.PathLike[str], what: str, head: int = -1) -> str:
     if not text.strip():
         raise HcsimError(f"{_label(name)}: the file is empty {valid}")
     return text
+
+
+def _gunzip(name: str, head: int, valid: str) -> bytes:
+    """The decompressed bytes of a gzip file (all of them, or its first ``head``), bounded against bombs.
+
+    The Parallel Workloads Archive distributes its logs as ``.swf.gz``; any trace format
+    may be gzipped, recognised by its magic bytes whatever the file is called.
+    """
+    limit = MAX_GUNZIPPED_BYTES if head < 0 else head
+    try:
+        with gzip.open(name, "rb") as f:
+            data = f.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as e:
+        if head >= 0:  # sniffing the start: a truncated file still shows its first lines
+            return b""
+        raise HcsimError(f"{_label(name)}: a broken gzip file ({e}) {valid}") from None
+    if head >= 0:
+        return data[:head]
+    if len(data) > limit:
+        raise HcsimError(
+            f"{_label(name)}: decompresses to more than {MAX_GUNZIPPED_BYTES >> 20} MiB "
+            f"(valid: a gzipped trace up to that size; decompress larger ones first)"
+        )
+    return data
 
 
 def _check_gpus_per_node(gpus_per_node: int) -> int:

@@ -2,9 +2,10 @@
 
 ``cluster_job_log`` of Microsoft's Philly trace (msr-fiddle/philly-traces, ATC'19
 "Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads"): a
-JSON list of ``{"status": Pass|Killed|Failed, "vc", "jobid", "user",
-"submitted_time", "attempts": [{"start_time", "end_time", "detail": [{"ip",
-"gpus": ["gpu0", ...]}]}]}``, times as ``YYYY-MM-DD HH:MM:SS`` or ``"None"``
+JSON list (or a single job object, as the trace's README shows an entry) of
+``{"status": Pass|Killed|Failed, "vc", "jobid", "user", "submitted_time", "attempts":
+[{"start_time", "end_time", "detail": [{"ip", "gpus": ["gpu0", ...]}]}]}``, times as
+``YYYY-MM-DD HH:MM:SS`` or ``"None"``
 (schema from the trace's analysis notebook). Mapping: vc -> partition, status ->
 state (Pass COMPLETED, Failed FAILED, Killed CANCELLED, as in the Lucid artifact);
 GPUs and shape from the *last* attempt that was placed on GPUs (the allocation the
@@ -48,11 +49,13 @@ def read_philly(path: str | os.PathLike[str], *, gpus_per_node: int = 8, progres
     gpn = _check_gpus_per_node(gpus_per_node)
     text = _read_text(path, "Philly cluster_job_log (JSON)")
     label = _label(path)
-    valid_file = "(valid: a Philly cluster_job_log, a JSON list of job objects)"
+    valid_file = "(valid: a Philly cluster_job_log, a JSON list of job objects, or one job object)"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise HcsimError(f"{label} line {e.lineno} column {e.colno}: not valid JSON ({e.msg}) {valid_file}") from None
+    if isinstance(data, dict) and "jobid" in data:
+        data = [data]  # one job object, as the Philly README shows an entry
     if not isinstance(data, list):
         raise HcsimError(f"{label}: the top level is a JSON {type(data).__name__} {valid_file}")
     if not data:

@@ -65,7 +65,9 @@ def _sniff_helios(start: str, first_line: str) -> int:
 
 
 def _sniff_philly(start: str, first_line: str) -> int:
-    return 3 if start.startswith("[") else 0
+    if start.startswith("["):
+        return 3
+    return 2 if start.startswith("{") else 0  # one job object, as in the Philly README's example
 
 
 def _sniff_swf(start: str, first_line: str) -> int:
@@ -93,7 +95,10 @@ def _names() -> str:
 def guess_format(path: str | os.PathLike[str]) -> str:
     """The trace format of a file from its extension or first characters, so users need not say it."""
     name = os.fspath(path)
-    ext = os.path.splitext(name)[1].lower()
+    stem, ext = os.path.splitext(name)
+    ext = ext.lower()
+    if ext == ".gz":  # trace.swf.gz: the format is named by the extension under the compression
+        ext = os.path.splitext(stem)[1].lower()
     for fmt in FORMATS.values():
         if ext in fmt.extensions:
             return fmt.name
@@ -108,7 +113,7 @@ def guess_format(path: str | os.PathLike[str]) -> str:
         extensions = "/".join(e for fmt in reversed(FORMATS.values()) for e in fmt.extensions)
         raise HcsimError(
             f"{_label(name)}: cannot tell the trace format (valid: {_names()}; "
-            f"name it with format=..., or use a {extensions} file)"
+            f"name it with --format (format= in Python), or use a {extensions} file, gzipped or not)"
         )
     return best
 

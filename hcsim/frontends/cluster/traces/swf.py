@@ -3,7 +3,8 @@
 Standard Workload Format 2.x of the Parallel Workloads Archive
 (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html): one job per line, 18
 whitespace-separated numbers, ``;`` header/comment lines, -1 = unknown, lines sorted
-by submit time. Fields: 1 job number, 2 submit, 3 wait, 4 run time, 5 allocated
+by submit time; the archive's ``.swf.gz`` downloads read as they are (every trace
+format may be gzipped). Fields: 1 job number, 2 submit, 3 wait, 4 run time, 5 allocated
 processors, 6 average CPU time, 7 used memory, 8 requested processors, 9 requested
 time, 10 requested memory, 11 status (1 completed, 0 failed, 5 cancelled, 2-4 partial
 executions), 12 user, 13 group, 14 executable, 15 queue, 16 partition, 17 preceding

@@ -1,0 +1,159 @@
+"""InfraGraph infrastructure files (YAML or JSON) as hcsim :class:`~hcsim.platform.topology.Topology` objects.
+
+InfraGraph (keysight/infragraph, the ``infragraph`` PyPI package, MIT) describes devices
+made of components (xpu, cpu, nic, switch, port, memory, custom), instances of those
+devices, and edges between component endpoints such as ``server.0.xpu.1``; its own
+service (``InfraGraphService.set_graph``) expands a file into a NetworkX graph with a
+``type`` per node and, per edge, the link's ``bandwidth`` ("100 Gbps", "400 GBps") and
+``latency`` ("5 ns") when the link declares them. hcsim uses that service, then maps:
+
+* ``xpu`` nodes -> XPUs (``xpu``: a preset such as H100, or a Device), ranked in the
+  graph's order (instance by instance, as InfraGraph expands them);
+* ``memory`` nodes -> memory nodes (host DRAM, unbounded);
+* every other type (switch, nic, cpu, port, custom) -> a switch (a router in SimGrid):
+  hcsim models the fabric, not what a NIC or CPU computes;
+* edges -> full-duplex links. A link without a bandwidth or latency takes
+  ``link_bandwidth`` / ``link_latency`` when given; otherwise that is an error naming
+  the link. ``gigatransfers_per_second`` has no byte rate: an error too.
+
+Components with no edge (unused switch ports) and self-loops (a count-1 many2many edge)
+carry no traffic: they are left out and counted in ``graph["infragraph_dropped"]``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from typing import Any
+
+from hcsim.errors import HcsimError
+from hcsim.platform.devices import Device
+from hcsim.platform.topology import Topology
+from hcsim.units import parse_bandwidth, parse_time
+
+__all__ = ["read_infragraph", "infragraph_topology", "is_infragraph"]
+
+_UNITS = {"Gbps": "Gbps", "GBps": "GBps", "ms": "ms", "us": "us", "ns": "ns"}
+SWITCH_KIND = {"switch": "generic", "nic": "nic", "cpu": "cpu"}
+
+
+def is_infragraph(path: str) -> bool:
+    """Whether ``path`` looks like an InfraGraph file (YAML/JSON with devices and instances)."""
+    import yaml
+
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and "instances" in data and "devices" in data
+
+
+def read_infragraph(
+    path: str | os.PathLike[str],
+    xpu: str | Device = "H100",
+    *,
+    link_bandwidth: object = None,
+    link_latency: object = None,
+) -> Topology:
+    """The topology of an InfraGraph file, expanded by the ``infragraph`` package's own service."""
+    path = os.fspath(path)
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise HcsimError(f"InfraGraph file '{path}' does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HcsimError(f"InfraGraph file '{path}' cannot be read: {exc}") from None
+    try:
+        from infragraph.infragraph_service import InfraGraphService
+    except ImportError:
+        raise HcsimError("reading InfraGraph needs the infragraph package (pip install 'infragraph>=3.1,<4')") from None
+    service = InfraGraphService()
+    try:
+        with warnings.catch_warnings():  # it warns of unlinked components, which hcsim counts itself
+            warnings.simplefilter("ignore")
+            service.set_graph(text)
+            graph = service.get_networkx_graph()
+    except Exception as exc:  # noqa: BLE001 - the package raises many kinds for a bad file; all are bad input
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise HcsimError(f"InfraGraph file '{path}' is invalid: {first}") from None
+    return infragraph_topology(
+        graph, xpu, link_bandwidth=link_bandwidth, link_latency=link_latency, where=f"InfraGraph file '{path}'"
+    )
+
+
+def _quantity(text: Any, parse: Any, what: str) -> float:
+    """'100 Gbps' / '400.0 GBps' / '5 ns' -> SI, through hcsim.units."""
+    m = re.fullmatch(r"\s*([-+0-9.eE]+)\s*(\S+)\s*", str(text))
+    if not m:
+        raise HcsimError(f"{what} {text!r} cannot be read (valid: a number and a unit, e.g. '100 Gbps', '5 ns')")
+    number, unit = m.groups()
+    if unit == "GT/s":
+        raise HcsimError(f"{what} {text!r} is in transfers per second, which has no byte rate (valid: Gbps or GBps)")
+    if unit not in _UNITS:
+        raise HcsimError(f"{what} {text!r}: unit {unit!r} is unknown (valid: Gbps, GBps, ms, us, ns)")
+    return parse(f"{number}{_UNITS[unit]}", what)
+
+
+def infragraph_topology(
+    graph: Any,
+    xpu: str | Device = "H100",
+    *,
+    link_bandwidth: object = None,
+    link_latency: object = None,
+    where: str = "InfraGraph",
+) -> Topology:
+    """An hcsim topology from the NetworkX graph InfraGraph's service builds (typed nodes, link edges)."""
+    topo = Topology(name=str(graph.graph.get("name") or "infragraph"), system="infragraph")
+    used = {n for e in graph.edges if e[0] != e[1] for n in e}
+    dropped = {"unlinked components": graph.number_of_nodes() - len(used), "self-loops": nx_selfloops(graph)}
+    rank = 0
+    hosts = set()
+    for name, data in graph.nodes(data=True):
+        if name not in used:
+            continue
+        kind = data.get("type")
+        label = str(name)
+        if kind == "xpu":
+            topo.add_xpu(label, xpu, rank=rank, infragraph_device=str(data.get("device", "")))
+            rank += 1
+            hosts.add(label)
+        elif kind == "memory":
+            topo.add_memory(label, "inf", "host_dram")
+            hosts.add(label)
+        else:
+            topo.add_switch(label, SWITCH_KIND.get(str(kind), "generic"), infragraph_type=str(kind))
+    if rank == 0:
+        raise HcsimError(f"{where}: the infrastructure has no linked xpu component (valid: at least one)")
+    for u, v, data in graph.edges(data=True):
+        if u == v:
+            continue
+        what = f"{where}: link '{data.get('link', '?')}' between '{u}' and '{v}'"
+        if "bandwidth" in data:
+            bw = _quantity(data["bandwidth"], parse_bandwidth, f"{what}: bandwidth")
+        elif link_bandwidth is not None:
+            bw = parse_bandwidth(link_bandwidth, "--link-bandwidth")
+        else:
+            raise HcsimError(
+                f"{what} has no bandwidth (valid: give the link a physical bandwidth, or --link-bandwidth)"
+            )
+        if "latency" in data:
+            lat = _quantity(data["latency"], parse_time, f"{what}: latency")
+        elif link_latency is not None:
+            lat = parse_time(link_latency, "--link-latency")
+        else:
+            raise HcsimError(f"{what} has no latency (valid: give the link a physical latency, or --link-latency)")
+        topo.add_link(str(u), str(v), bw, lat, link_kind=str(data.get("link", "generic")))
+    # XPUs joined directly (no switch between) route through each other
+    topo.graph["host_transit"] = any(u in hosts and v in hosts for u, v in topo.edges)
+    topo.graph["infragraph_dropped"] = {k: n for k, n in dropped.items() if n}
+    return topo.validate()
+
+
+def nx_selfloops(graph: Any) -> int:
+    """Self-loops of a NetworkX graph (a count-1 many2many edge expands to one)."""
+    import networkx as nx
+
+    return nx.number_of_selfloops(graph)
