@@ -148,15 +148,16 @@ def pin_to_free_cpu() -> None:
         pass
 
 
-def load_platform(path: str, *, one_actor: bool = False) -> Any:
+def load_platform(path: str, *, one_actor: bool = False, config: tuple[str, ...] = ()) -> Any:
     """A new Engine with ``path`` loaded; SimGrid's parse errors become one-line HcsimErrors.
 
     ``one_actor``: the simulation will run exactly one Python actor, which may then use
-    SimGrid's fast ``raw`` contexts (see the module docstring). Keep the returned engine
-    referenced while its hosts and links are used.
+    SimGrid's fast ``raw`` contexts (see the module docstring). ``config``: ``--cfg``
+    items (``"network/model:raw"``); they take precedence over the file's ``<config>``.
+    Keep the returned engine referenced while its hosts and links are used.
     """
     fast = one_actor and os.environ.get("HCSIM_CONTEXTS", "raw") != "thread"
-    engine = new_engine(*(["contexts/factory:raw"] if fast else []))
+    engine = new_engine(*(["contexts/factory:raw"] if fast else []), *config)
     try:
         engine.load_platform(path)
     except Exception as exc:  # noqa: BLE001 - SimGrid raises several types

@@ -20,7 +20,7 @@ def test_run_on_a_built_system_writes_traces(tmp_path):
         "fig3",
         "--iterations",
         2,
-        "--trace",
+        "--chrome-trace",
         trace,
         "--csv",
         table,
@@ -92,7 +92,17 @@ def _node(doc, name):
 def test_bad_workloads(tmp_path, mutate, needles):
     path = workload_file(tmp_path, mutate)
     r = run(
-        "run", "--system", "cxl", "--xpus", 8, "--workload", path, "--iterations", 1, "--trace", tmp_path / "o.json"
+        "run",
+        "--system",
+        "cxl",
+        "--xpus",
+        8,
+        "--workload",
+        path,
+        "--iterations",
+        1,
+        "--chrome-trace",
+        tmp_path / "o.json",
     )
     assert_one_line_error(r, *needles)
     assert not (tmp_path / "o.json").exists()

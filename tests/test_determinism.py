@@ -54,12 +54,12 @@ COMMANDS = {
     ),
     "run": (
         lambda d: ["run", "--system", "cxl", "--xpus", "16", "--workload", "allreduce", "--bytes", "1MiB",
-                   "--iterations", "2", "--trace", "trace.json", "--csv", "trace.csv", "--links", "links.csv"],
+                   "--iterations", "2", "--chrome-trace", "trace.json", "--csv", "trace.csv", "--links", "links.csv"],
         ["trace.json", "trace.csv", "links.csv"],
     ),
     "run llama2 fast": (
         lambda d: ["run", "--system", "noncoherent", "--xpus", "16", "--workload", "llama2-13b", "--fast",
-                   "--iterations", "2", "--trace", "trace.json", "--csv", "trace.csv", "--links", "links.csv"],
+                   "--iterations", "2", "--chrome-trace", "trace.json", "--csv", "trace.csv", "--links", "links.csv"],
         ["trace.json", "trace.csv", "links.csv"],
     ),
     "serve": (

@@ -336,7 +336,7 @@ def test_a_point_past_its_timeout_leaves_no_simulation_behind(tmp_path, tag):
 
 # ---------------------------------------------------------------------- a command killed while it writes
 RUN_ARGS = ["run", "--system", "noncoherent", "--xpus", "16", "--workload", "llama2-13b", "--iterations", "2",
-            "--trace", "trace.json", "--csv", "trace.csv", "--links", "links.csv"]  # fmt: skip
+            "--chrome-trace", "trace.json", "--csv", "trace.csv", "--links", "links.csv"]  # fmt: skip
 RUN_OUTPUTS = ("trace.json", "trace.csv", "links.csv")
 
 

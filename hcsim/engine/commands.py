@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from hcsim.errors import HcsimError
+from hcsim.flags import DeprecatedAlias
 
 __all__ = ["register"]
 
@@ -21,8 +22,31 @@ MAX_ITERATIONS = 100_000
 run for days (and used to end in a traceback); see docs/workloads-and-engine.md."""
 
 
+def _hosts_used(work) -> set[str]:  # noqa: ANN001 - a Workload
+    """The hosts a workload computes on or communicates among."""
+    used: set[str] = set()
+    for _, d in work.nodes(data=True):
+        if d.get("type") == "compute":
+            used.add(d.get("location"))
+        else:
+            used.update(d.get("scope") or ())
+    return used
+
+
+def _narrowing(args: argparse.Namespace, work, xpus: list[str]) -> str | None:  # noqa: ANN001 - a Workload
+    """A warning when the workload leaves some of the platform's XPUs idle (None when it uses them all)."""
+    used = len(_hosts_used(work) & set(xpus))
+    if used >= len(xpus):
+        return None
+    if args.workload == "fig3":
+        return f"--workload fig3 uses 2 of the {len(xpus)} XPUs (the paper's Fig. 3 example runs on the first two)"
+    name = args.workload or f"--model {args.model}"
+    return f"workload {name!r} uses {used} of the platform's {len(xpus)} XPUs (the others stay idle)"
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import json
+    import sys
 
     from hcsim.engine import report, simulate, simulate_system
     from hcsim.files import check_output_path
@@ -37,7 +61,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise HcsimError(
             f"--iterations {args.iterations} is invalid (valid: an integer >= 1, at most {MAX_ITERATIONS})"
         )
-    for out in (args.trace, args.csv, args.links):
+    notes: list[str] = []  # printed on stderr once the run has succeeded (a failure prints one line only)
+    trace = args.chrome_trace
+    for out in (trace, args.csv, args.links):
         if out:
             check_output_path(out)
 
@@ -60,25 +86,48 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.platform:
         if args.system:
             raise HcsimError("give either --platform FILE.xml or --system, not both")
-        from hcsim.engine.simulator import platform_xpus
-        from hcsim.platform.probe import precheck_platform
+        from hcsim.platform import foreign
+        from hcsim.platform.probe import host_facts, precheck_platform
 
-        xpus = platform_xpus(precheck_platform(args.platform))
-        if not xpus:
-            raise HcsimError(
-                f"platform file '{args.platform}' has no XPU (valid: hosts carrying <prop id=\"kind\" "
-                "value=\"xpu\"/>, as 'hcsim platform build' writes them)"
-            )
+        precheck_platform(args.platform)  # values SimGrid would abort on, refused in one line first
         from hcsim.workload.chakra import xpu_rates_from_platform
 
-        rates.update(xpu_rates_from_platform(args.platform))
         if args.fast:
             raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")
-        result = simulate(args.platform, workload(xpus, None), args.iterations, coherent=bool(args.coherent))
+        declared = foreign.read_declared(args.platform) if _is_file(args.platform) else foreign.Declared()
+        config = foreign.network_config(args.network_model or "file")
+        facts = host_facts(args.platform)
+        xpus, how = foreign.choose_xpus(facts, args.xpus_from or "auto", args.platform)
+        rates.update(xpu_rates_from_platform(args.platform))
+        if args.coherent is not None:
+            coherent, why = args.coherent, "--coherent" if args.coherent else "--no-coherent"
+        elif declared.coherent is not None:
+            coherent, why = declared.coherent, "the platform's 'coherent' property"
+        else:
+            coherent, why = False, "default: the platform sets no 'coherent' property"
+        work = workload(xpus, None)
+        narrowing = _narrowing(args, work, xpus)
+        result = simulate(args.platform, work, args.iterations, coherent=coherent, xpus=xpus, config=config)
+        notes.insert(
+            0,
+            f"platform {args.platform}: {len(xpus)} XPUs ({how}; --xpus-from), network model "
+            f"{foreign.model_in_force(declared, args.network_model or 'file')}, "
+            f"{'coherent' if coherent else 'non-coherent'} memory ({why})",
+        )
+        no_memory = sum(1 for x in xpus if x in facts.without_memory)
+        if no_memory:
+            notes.append(
+                f"warning: {no_memory} of {len(xpus)} XPUs have no 'memory' property: "
+                "their memory is taken as unlimited (all data local)"
+            )
     else:
         if not args.system:
             raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent)")
-        topo = build_topology(args)
+        if args.xpus_from is not None:
+            raise HcsimError("--xpus-from applies to --platform FILE.xml, not --system (its XPUs are known)")
+        if args.network_model == "file":
+            raise HcsimError("--network-model file applies to --platform FILE.xml; --system always runs 'raw'")
+        topo = build_topology(args, notes)
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
         if args.fast and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
@@ -94,24 +143,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     "(valid: drop --fast to run it exactly, or a ring algorithm such as ring or coherent_ring)"
                 )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
+        why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
+        narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
+        semantics = "coherent" if coherent else "non-coherent"
+        notes.insert(0, f"system {args.system}: network model raw, {semantics} memory ({why})")
+    if narrowing:
+        notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
     }
     if skipped:  # what an imported trace held that hcsim does not run: said, never dropped silently
         summary["skipped_input"] = skipped
-    if args.trace:
-        report.write_chrome_trace(result, args.trace)
+    if trace:
+        report.write_chrome_trace(result, trace)
     if args.csv:
         report.write_csv(result, args.csv)
     if args.links:
         report.write_links_csv(result, args.links)
+    for note in notes:
+        print(f"hcsim: {note}", file=sys.stderr)
     text = report.format_summary(summary)
     if skipped and not args.json:
         text += "\nskipped from the input  " + ", ".join(f"{n} {k}" for k, n in skipped.items())
     print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
     return 0
+
+
+def _is_file(path: str) -> bool:
+    import os
+
+    return os.path.isfile(path)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -147,14 +210,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
     coh = r.add_mutually_exclusive_group()
-    coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")
-    coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
+    coh.add_argument(
+        "--coherent",
+        dest="coherent",
+        action="store_true",
+        default=None,
+        help="coherent memory (default: --system cxl, or a --platform whose root zone has coherent=true)",
+    )
+    coh.add_argument(
+        "--no-coherent",
+        dest="coherent",
+        action="store_false",
+        help="non-coherent memory (default for other systems and for platforms without a 'coherent' property)",
+    )
     r.add_argument(
         "--fast",
         action="store_true",
         help="fold the system to representative servers and memoize repeated ring steps (within 1%% of exact)",
     )
-    r.add_argument("--trace", help="write a Chrome/Perfetto trace (JSON)")
+    r.add_argument(
+        "--xpus-from",
+        choices=("auto", "property", "all-hosts"),  # hcsim.platform.foreign.XPUS_FROM
+        help="with --platform: which hosts are XPUs: those with kind=xpu ('property'), every host ('all-hosts'), "
+        "or 'auto' (default): 'property' if any host has kind=xpu, else every host",
+    )
+    r.add_argument(
+        "--network-model",
+        choices=("file", "raw"),  # hcsim.platform.foreign.NETWORK_MODELS
+        help="with --platform: 'file' (default) runs the model the file's <config> names, or SimGrid's default "
+        "LV08 if none; 'raw' forces SimGrid's raw model (lone transfer = latency + size/bandwidth)",
+    )
+    r.add_argument("--chrome-trace", metavar="FILE", help="write a Chrome/Perfetto trace (JSON)")
+    # in 'hcsim cluster' --trace is an input: here the old spelling still works, with a note
+    r.add_argument("--trace", dest="chrome_trace", metavar="FILE", action=DeprecatedAlias, new="--chrome-trace")
     r.add_argument("--csv", help="write the per-vertex trace as CSV")
     r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")
     r.add_argument("--json", action="store_true", help="print the metrics as JSON")

@@ -54,13 +54,18 @@ def _run(
     record_flows: bool,
     progress: bool,
     memoize: bool = False,
+    xpus: list[str] | None = None,
+    config: tuple[str, ...] = (),
 ) -> RunResult:
     sg = import_simgrid()
-    engine = load_platform(platform, one_actor=True)
+    engine = load_platform(platform, one_actor=True, config=config)
     all_hosts = {h.name: h for h in engine.all_hosts}
-    xpus = {n for n, h in all_hosts.items() if h.get_property("kind") == "xpu"}
-    if not xpus:  # a platform not written by hcsim: every host counts as an XPU
-        xpus = set(all_hosts)
+    if xpus is not None:  # chosen by the caller (hcsim.platform.foreign.choose_xpus)
+        xpus = set(xpus)
+    else:
+        xpus = {n for n, h in all_hosts.items() if h.get_property("kind") == "xpu"}
+        if not xpus:  # a platform not written by hcsim: every host counts as an XPU
+            xpus = set(all_hosts)
     workload.check_placement(xpus, set(all_hosts))  # the rest was validated by simulate() before forking
 
     driver = Driver(sg)
@@ -163,6 +168,8 @@ def simulate(
     record_flows: bool = True,
     progress: bool | None = None,
     memoize: bool = False,
+    xpus: list[str] | None = None,
+    config: tuple[str, ...] = (),
 ) -> RunResult:
     """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
 
@@ -171,7 +178,10 @@ def simulate(
     ``progress`` shows a bar of iterations done (default: when stderr is a terminal);
     ``memoize`` runs ring collectives step by step and skips the steps that repeat on an
     unchanged network (see :mod:`hcsim.engine.memoize`; flows of skipped steps are
-    counted in ``memoized_flows``, not recorded one by one). To start from a topology
+    counted in ``memoized_flows``, not recorded one by one); ``xpus`` names the hosts
+    that may compute (default: those with ``kind=xpu``, or every host if none has it);
+    ``config`` adds SimGrid ``--cfg`` items such as ``"network/model:raw"`` (see
+    :mod:`hcsim.platform.foreign`). To start from a topology
     (and fold it), use :func:`hcsim.engine.simulate_system`.
 
     A ring allreduce of S bytes over N XPUs on a ring of latency L and bandwidth B takes
@@ -196,4 +206,6 @@ def simulate(
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
     show = sys.stderr.isatty() if progress is None else progress
-    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows, show, memoize)
+    return run_isolated(
+        _run, path, workload, iterations, coherent, placement, record_flows, show, memoize, xpus, tuple(config)
+    )

@@ -34,8 +34,12 @@ def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> N
     p.add_argument("--spines", type=int, default=4, help="leafspine: spine switches (default 4)")
 
 
-def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topology
-    """The topology named by the options of :func:`add_topology_options` (shared by build, draw and run)."""
+def build_topology(args: argparse.Namespace, warnings: list[str] | None = None):  # noqa: ANN201 - a Topology
+    """The topology named by the options of :func:`add_topology_options` (shared by build, draw and run).
+
+    A warning (an option that had no effect) is printed on stderr, or appended to
+    ``warnings`` for a caller that prints it once its command has succeeded.
+    """
     from hcsim.platform import builders
 
     system, n = args.system, args.xpus
@@ -58,7 +62,13 @@ def build_topology(args: argparse.Namespace):  # noqa: ANN201 - returns a Topolo
             kwargs["cxl_bandwidth"] = args.cxl_bandwidth
         if args.cxl_latency:
             kwargs["cxl_latency"] = args.cxl_latency
-        return builders.paper_system(n, coherent=system == "cxl", **kwargs)
+        topo = builders.paper_system(n, coherent=system == "cxl", **kwargs)
+        message = unused_mix(args, topo)
+        if message and warnings is not None:
+            warnings.append(f"warning: {message}")
+        elif message:
+            warn(message)
+        return topo
     if "+" in xpu:
         raise HcsimError(f"--mix {xpu!r}: '{system}' takes a single XPU type (valid: H100, A100, V100)")
     if system == "server":
@@ -156,12 +166,39 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from hcsim.platform.probe import check_platform
 
-    s = check_platform(args.platform)
+    s = check_platform(args.platform, args.xpus_from)
+    coherent = {True: "coherent", False: "non-coherent", None: "not set (runs default to non-coherent)"}[s.coherent]
     print(
         f"{s.path}: loaded by SimGrid in {s.load_seconds:.2f} s: {s.hosts} hosts "
-        f"({s.xpus} XPUs, {s.memories} memory nodes), {s.routers} routers, {s.links} links"
+        f"({s.xpus} XPUs [{s.xpus_how}], {s.memories} memory nodes), {s.routers} routers, {s.links} links; "
+        f"network model {s.network_model}; memory semantics {coherent}"
     )
+    if s.xpus_without_memory:
+        warn(f"{s.xpus_without_memory} of {s.xpus} XPUs have no 'memory' property: their memory is taken as unlimited")
     return 0
+
+
+def warn(message: str) -> None:
+    """One line on stderr for a choice the user did not spell out (not an error: the command goes on)."""
+    import sys
+
+    print(f"hcsim: warning: {message}", file=sys.stderr)
+
+
+def unused_mix(args: argparse.Namespace, topo) -> str | None:  # noqa: ANN001 - a Topology
+    """A warning when ``--mix`` names XPU types the built system does not use (types alternate by rack)."""
+    if not args.mix or "+" not in args.mix:
+        return None
+    asked = [m.strip() for m in args.mix.split("+")]
+    used = {d for _, d in topo.nodes(data="device") if d}
+    unused = [m for m in asked if m not in used]
+    if not unused:
+        return None
+    racks = len({topo.nodes[x].get("zone", "").split("/")[0] for x in topo.xpus()})
+    return (
+        f"--mix {args.mix}: {'/'.join(unused)} unused: {args.system} with {args.xpus} XPUs has {racks} "
+        f"rack{'s' if racks != 1 else ''} and XPU types alternate by rack (128 XPUs each)"
+    )
 
 
 def _cmd_draw(args: argparse.Namespace) -> int:
@@ -210,6 +247,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     c = psub.add_parser("check", help="load a platform XML in SimGrid and print what it holds")
     c.add_argument("platform", help="platform XML file")
+    c.add_argument(
+        "--xpus-from",
+        choices=("auto", "property", "all-hosts"),  # hcsim.platform.foreign.XPUS_FROM
+        default="auto",
+        help="which hosts count as XPUs: those with kind=xpu ('property'), every host ('all-hosts'), or "
+        "'property' if any host has it and every host otherwise ('auto', the default)",
+    )
     c.set_defaults(func=_cmd_check)
 
     d = psub.add_parser("draw", help="draw a topology (layered) to PNG")

@@ -131,6 +131,67 @@ def _num(x: float) -> str:
     return repr(float(x))
 
 
+MAX_LATENCY = 1e6
+"""Longest link latency SimGrid can simulate here (s): at a date of 1e297 s a nanosecond step is below
+the clock's resolution and SimGrid never advances (a hang found by fuzzing)."""
+MIN_BANDWIDTH = 1.0
+"""Slowest link SimGrid can simulate here (B/s, lanes included): at 5e-300 B/s one byte takes 2e299 s,
+with the same effect."""
+
+SIMGRID_TIMING_PRECISION = 1e-9
+"""SimGrid 4.1's default ``precision/timing`` (seconds)."""
+
+
+def _check_simulable(topology: Topology) -> None:
+    """Refuse link values SimGrid's double-precision clock cannot simulate (a valid topology may still hold them)."""
+    for u, v, data in topology.iter_links():
+        if data["latency"] > MAX_LATENCY:
+            raise HcsimError(
+                f"link '{u}'--'{v}': latency {data['latency']:g} s is too long to simulate "
+                f"(valid: up to {MAX_LATENCY:g} s)"
+            )
+        if data["bandwidth"] * data.get("lanes", 1) < MIN_BANDWIDTH:
+            raise HcsimError(
+                f"link '{u}'--'{v}': bandwidth {data['bandwidth']:g} B/s x {data.get('lanes', 1)} lanes is too low "
+                f"to simulate (valid: at least {MIN_BANDWIDTH:g} B/s)"
+            )
+
+
+def _solver_for(topology: Topology) -> dict[str, str]:
+    """SimGrid settings some topologies need for exact times; both were found by fuzzing (tests/test_fuzz.py).
+
+    * ``network/optim: Full`` when a link has zero latency. With SimGrid 4.1's default
+      Lazy updates a flow whose route has zero total latency completes at the date of any
+      exec that ends before it (reproduced in plain SimGrid: 2083 B at 9.49 TB/s, due at
+      2.19e-10 s, ends at 3.2e-12 s beside a 3.2e-12 s exec); a latency of even 1e-12 s,
+      or the Full solver, gives the right date. Full costs 5-15% more time, so only
+      platforms with a zero-latency link pay it.
+    * a finer ``precision/timing`` when a link's latency is under 10x SimGrid's 1e-9 s:
+      an event (an exec ending) while less than ``precision/timing`` of a flow's latency
+      remains drops that remainder (1 B over 0 s + 1 ns links at 1 kB/s beside a 1.5e-14 s
+      exec took 1e-3 s instead of 1e-3 + 1e-9 s). SimGrid warns about latencies below
+      its precision and advises exactly this; hcsim sets it 1000x below the smallest latency.
+    """
+    config: dict[str, str] = {}
+    latencies = [data["latency"] for _, _, data in topology.edges(data=True)]
+    if any(lat == 0 for lat in latencies):
+        config["network/optim"] = "Full"
+    positive = [lat for lat in latencies if lat > 0]
+    if positive and min(positive) < 10 * SIMGRID_TIMING_PRECISION:
+        config["precision/timing"] = _num(min(positive) / 1000)
+    return config
+
+
+def _coherence(topology: Topology) -> bool | None:
+    """Whether ``topology`` was built for coherent memory: its ``coherent`` attribute, else its paper system."""
+    value = topology.graph.get("coherent")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return {"cxl": True, "noncoherent": False}.get(topology.graph.get("system"))
+
+
 class _Writer:
     def __init__(self, topology: Topology, precision: str, xf: Any) -> None:
         if precision not in ("fp16", "fp32"):
@@ -201,6 +262,10 @@ class _Writer:
         members = sorted(self.router.members[zone])
         self.stats.zones += 1
         with self.xf.element("zone", id=zone_id(zone), routing="Full"):
+            coherent = _coherence(self.topo) if not zone else None
+            if coherent is not None:
+                # the memory semantics the system was built for: 'hcsim run --platform' defaults to it
+                self.xf.write(etree.Element("prop", id="coherent", value="true" if coherent else "false"), "\n")
             if not children:
                 self._leaf_zone(zone, members)
             else:
@@ -276,6 +341,7 @@ def compile_platform(
         True
     """
     topology.validate()
+    _check_simulable(topology)
     path = os.fspath(path)
     tmp = temporary_beside(path, ".xml.tmp")
     try:
@@ -284,7 +350,7 @@ def compile_platform(
             xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
             with xf.element("platform", version="4.1"):
                 with xf.element("config"):
-                    for key, value in {**NETWORK_CONFIG, **(config or {})}.items():
+                    for key, value in {**NETWORK_CONFIG, **_solver_for(topology), **(config or {})}.items():
                         xf.write(etree.Element("prop", id=key, value=str(value)))
                 writer = _Writer(topology, precision, xf)
                 writer.zone("")

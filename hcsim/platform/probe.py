@@ -19,6 +19,7 @@ from lxml import etree
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_input_file
+from hcsim.platform.foreign import HostFacts, choose_xpus, count_links, model_in_force, read_declared
 from hcsim.platform.topology import MAX_LATENCY, MIN_BANDWIDTH
 from hcsim.sg import import_simgrid, load_platform, run_isolated
 from hcsim.units import parse_bandwidth, parse_flops, parse_time
@@ -27,6 +28,7 @@ __all__ = [
     "PlatformSummary",
     "precheck_platform",
     "check_platform",
+    "host_facts",
     "simulate_transfers",
     "simulate_compute",
     "simgrid_route",
@@ -44,6 +46,10 @@ class PlatformSummary:
     routers: int
     links: int
     load_seconds: float
+    network_model: str = ""  # which model SimGrid runs the file with, and why
+    coherent: bool | None = None  # the file's root-zone 'coherent' property, if any
+    xpus_without_memory: int = 0  # XPUs (as run would pick them) without a 'memory' property
+    xpus_how: str = ""  # how the XPUs were picked (see hcsim.platform.foreign.choose_xpus)
 
 
 VERSIONS = ("4", "4.0", "4.1")
@@ -205,7 +211,25 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
     return path
 
 
-def _summary(path: str) -> PlatformSummary:
+def _facts(engine: Any) -> HostFacts:
+    hosts = engine.all_hosts
+    xpus = [h for h in hosts if h.get_property("kind") == "xpu"]
+
+    def rank(h: Any) -> float:
+        try:
+            return float(h.get_property("rank") or 0)
+        except ValueError:
+            return 0.0
+
+    xpus.sort(key=lambda h: (rank(h), h.name))
+    return HostFacts(
+        hosts=[h.name for h in hosts],
+        by_property=[h.name for h in xpus],
+        without_memory=frozenset(h.name for h in hosts if h.get_property("memory") is None),
+    )
+
+
+def _summary(path: str) -> tuple[PlatformSummary, HostFacts]:
     t0 = time.perf_counter()
     engine = load_platform(path)
     elapsed = time.perf_counter() - t0
@@ -213,21 +237,41 @@ def _summary(path: str) -> PlatformSummary:
     kinds = [h.get_property("kind") for h in hosts]
     # the bindings expose no NetPoint kind: netpoints are hosts, routers and zones
     routers = len(engine.all_netpoints) - len(hosts) - len(engine.all_netzones)
-    return PlatformSummary(
+    summary = PlatformSummary(
         path=path,
         hosts=len(hosts),
         xpus=kinds.count("xpu"),
         memories=kinds.count("memory"),
         routers=routers,
-        # a full-duplex link is two SimGrid links, NAME_UP and NAME_DOWN: count it once
-        links=sum(1 for link in engine.all_links if link.name.endswith("_UP")),
+        links=count_links([link.name for link in engine.all_links]),
         load_seconds=elapsed,
     )
+    return summary, _facts(engine)
 
 
-def check_platform(path: str | os.PathLike[str]) -> PlatformSummary:
-    """Load ``path`` in SimGrid and count what it holds."""
-    return run_isolated(_summary, precheck_platform(os.fspath(path)))
+def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> PlatformSummary:
+    """Load ``path`` in SimGrid and count what it holds (XPUs as ``hcsim run --xpus-from`` would pick them)."""
+    path = precheck_platform(os.fspath(path))
+    declared = read_declared(path)
+    summary, facts = run_isolated(_summary, path)
+    xpus, summary.xpus_how = choose_xpus(facts, xpus_from, path)
+    summary.xpus = len(xpus)
+    summary.xpus_without_memory = sum(1 for x in xpus if x in facts.without_memory)
+    summary.network_model = model_in_force(declared, "file")
+    summary.coherent = declared.coherent
+    return summary
+
+
+def _host_facts(path: str) -> HostFacts:
+    engine = load_platform(path)
+    facts = _facts(engine)
+    del engine
+    return facts
+
+
+def host_facts(path: str | os.PathLike[str]) -> HostFacts:
+    """The hosts of a platform file: all of them, those with kind=xpu, those without a memory property."""
+    return run_isolated(_host_facts, precheck_platform(os.fspath(path)))
 
 
 def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float]:

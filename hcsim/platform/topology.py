@@ -380,6 +380,9 @@ class Topology(nx.Graph):
             g = nx.read_graphml(path)
         except Exception as exc:  # noqa: BLE001 - any parse failure is bad input
             raise HcsimError(f"GraphML file '{path}' cannot be read: {str(exc).splitlines()[0]}") from None
+        from hcsim.platform.renamed import check_gateways_named, restore_names
+
+        g = restore_names(g, path)  # nodes renamed n0, n1, ... by igraph, names kept in an attribute
         topo = cls()
         topo.graph.update({k: v for k, v in g.graph.items() if not k.endswith("_json")})
         for name, data in g.nodes(data=True):
@@ -393,6 +396,7 @@ class Topology(nx.Graph):
         topo.graph["gateways"] = _graph_json(g, path, "gateways_json", "{}", _gateways_shape)
         routes = _graph_json(g, path, "routes_json", "[]", _routes_shape)
         topo.graph["routes"] = {(s, d): p for s, d, p in routes}
+        check_gateways_named(topo, topo.gateways(), path)
         return topo.validate()
 
     def draw(self, path: str | os.PathLike[str] | None = None, ax: Any = None, title: str | None = None) -> Any:

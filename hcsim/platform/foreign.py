@@ -1,0 +1,169 @@
+"""Platforms written by others: what hcsim needs from a SimGrid file, and what it assumes without it.
+
+hcsim's compiler writes everything the engine reads (see :mod:`hcsim.platform.compiler`):
+``kind=xpu`` on the hosts that compute, their ``memory`` and FLOPS properties, the
+``raw`` network model in ``<config>`` and, for the paper's systems, a ``coherent``
+property on the root zone. A SimGrid platform written by someone else (SimGrid's own
+``examples/platforms``, a Grid'5000 description) has none of these, and each gap used to
+be filled silently. This module makes each choice explicit and sayable:
+
+* **which hosts are XPUs** (``--xpus-from``): ``property`` takes the hosts whose
+  ``kind`` property is ``xpu``; ``all-hosts`` takes every host (in SimGrid's name order);
+  ``auto`` (the default) is ``property`` when at least one host carries ``kind=xpu`` and
+  ``all-hosts`` otherwise;
+* **the network model** (``--network-model``): ``file`` keeps the model the file's
+  ``<config>`` names, or SimGrid's own default (LV08, with its correction factors) when
+  it names none; ``raw`` forces SimGrid's ``raw`` model, under which a lone transfer takes
+  exactly sum(latency) + size / bandwidth (SimGrid lets the command line override a
+  file's ``<config>``);
+* **memory semantics**: a root-zone property ``coherent`` (``true``/``false``) gives the
+  default; without it a run is non-coherent unless ``--coherent`` is given;
+* **memory capacity**: an XPU without a ``memory`` property is taken to have unlimited
+  local memory (all its data local), which :func:`notes` says.
+
+The facts in the file (:func:`read_declared`) are read with lxml without SimGrid; the
+hosts and links SimGrid builds are counted by :mod:`hcsim.platform.probe`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from hcsim.errors import HcsimError
+
+__all__ = [
+    "XPUS_FROM",
+    "NETWORK_MODELS",
+    "SIMGRID_DEFAULT_MODEL",
+    "Declared",
+    "HostFacts",
+    "read_declared",
+    "choose_xpus",
+    "network_config",
+    "model_in_force",
+    "count_links",
+]
+
+XPUS_FROM = ("auto", "property", "all-hosts")
+"""How ``hcsim run --platform`` picks the XPUs of a platform file (see the module docstring)."""
+
+NETWORK_MODELS = ("file", "raw")
+"""``file``: the model the platform file names (or SimGrid's default); ``raw``: force SimGrid's raw model."""
+
+SIMGRID_DEFAULT_MODEL = "LV08"
+"""SimGrid 4.1's ``network/model`` when nothing sets it (src/simgrid/sg_config.cpp)."""
+
+LOOPBACK = "__loopback__"
+"""The link SimGrid adds by itself for a host talking to itself; not one of the file's links."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a platform file declares about itself, before SimGrid loads it."""
+
+    config: dict[str, str] = field(default_factory=dict)  # the <config> properties
+    coherent: bool | None = None  # the root zone's 'coherent' property, if any
+
+    @property
+    def network_model(self) -> str | None:
+        return self.config.get("network/model")
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """The hosts SimGrid built from a platform file, as the engine will see them."""
+
+    hosts: list[str]  # every host, in SimGrid's (name) order
+    by_property: list[str]  # hosts with kind=xpu, in rank order
+    without_memory: frozenset[str]  # hosts without a 'memory' property
+
+
+def _truth(value: str, path: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise HcsimError(f"platform file '{path}': root zone property coherent={value!r} is invalid (valid: true, false)")
+
+
+def read_declared(path: str | os.PathLike[str]) -> Declared:
+    """The ``<config>`` properties and the root zone's ``coherent`` property of a platform file.
+
+    Both come before any host in SimGrid's DTD, so parsing stops at the first element
+    that is neither: a 100 MB platform costs no more than a small one.
+    """
+    path = os.fspath(path)
+    config: dict[str, str] = {}
+    coherent: bool | None = None
+    try:
+        parser = etree.iterparse(
+            path, events=("end",), load_dtd=False, no_network=True, resolve_entities=False, huge_tree=False
+        )
+        for _, el in parser:
+            if el.tag == "prop":
+                parent = el.getparent()
+                if parent is not None and parent.tag == "config":
+                    config[str(el.get("id", ""))] = str(el.get("value", ""))
+                elif parent is not None and parent.tag == "zone" and parent.getparent() is not None:
+                    if parent.getparent().tag == "platform" and el.get("id") == "coherent":
+                        coherent = _truth(str(el.get("value", "")), path)
+            elif el.tag != "config":
+                break
+    except etree.XMLSyntaxError as exc:
+        raise HcsimError(f"platform file '{path}' is not valid XML: {exc}") from None
+    except OSError as exc:
+        raise HcsimError(f"platform file '{path}' cannot be read: {exc.strerror or exc}") from None
+    return Declared(config, coherent)
+
+
+def choose_xpus(facts: HostFacts, xpus_from: str, path: str) -> tuple[list[str], str]:
+    """The XPUs ``xpus_from`` picks, and a few words saying how they were found."""
+    if xpus_from not in XPUS_FROM:
+        raise HcsimError(f"--xpus-from {xpus_from!r} is unknown (valid: {', '.join(XPUS_FROM)})")
+    if xpus_from == "all-hosts" or (xpus_from == "auto" and not facts.by_property):
+        how = "every host" if xpus_from == "all-hosts" else "every host: none has the property kind=xpu"
+        return list(facts.hosts), how
+    if not facts.by_property:
+        raise HcsimError(
+            f"platform file '{path}': no host has the property kind=xpu "
+            f"(valid: a platform from 'hcsim platform build', or --xpus-from all-hosts to use its "
+            f"{len(facts.hosts)} hosts)"
+        )
+    return list(facts.by_property), "hosts with kind=xpu"
+
+
+def network_config(choice: str) -> tuple[str, ...]:
+    """SimGrid ``--cfg`` items for ``--network-model choice`` (empty: keep the file's)."""
+    if choice not in NETWORK_MODELS:
+        raise HcsimError(f"--network-model {choice!r} is unknown (valid: {', '.join(NETWORK_MODELS)})")
+    return ("network/model:raw", "network/crosstraffic:0") if choice == "raw" else ()
+
+
+def model_in_force(declared: Declared, choice: str) -> str:
+    """Which network model a run uses, and why, in a few words."""
+    if choice == "raw":
+        return "raw (forced by --network-model raw)"
+    if declared.network_model:
+        return f"{declared.network_model} (set by the file)"
+    return f"{SIMGRID_DEFAULT_MODEL} (SimGrid's default: the file sets none; --network-model raw for hcsim's)"
+
+
+def count_links(names: list[str]) -> int:
+    """The links a file declares, from SimGrid's link names.
+
+    SimGrid splits a ``SPLITDUPLEX`` link ``L`` into ``L_UP`` and ``L_DOWN`` (counted
+    once) and adds :data:`LOOPBACK` itself (not counted); every other link is one link.
+    """
+    present = set(names)
+    count = 0
+    for name in present:
+        if name == LOOPBACK:
+            continue
+        if name.endswith("_DOWN") and name[: -len("_DOWN")] + "_UP" in present:
+            continue
+        count += 1
+    return count
