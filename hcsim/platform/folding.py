@@ -112,6 +112,7 @@ class Fold:
     servers: list[str]  # chosen server zones, in rank order
     racks: list[int]  # chosen rack numbers, in rank order
     weights: dict[str, int] = field(default_factory=dict)  # XPUs of the full system each rank stands for
+    method: str = "zones"  # "zones": this module's rule; "symmetry": hcsim.platform.symmetry
 
 
 @dataclass
@@ -322,8 +323,13 @@ def _choose_racks(racks: list[_Rack]) -> list[int]:
 def _subtopology(topology: Topology, rack_zones: set[str], server_zones: set[str], name: str, group: int) -> Topology:
     """A new Topology induced by the kept servers, their racks' switches and the root."""
     keep_zones = {""} | rack_zones | server_zones
-    keep = [n for n, z in topology.nodes(data="zone", default="") if z in keep_zones]
-    kept = set(keep)
+    return induced_topology(topology, {n for n, z in topology.nodes(data="zone", default="") if z in keep_zones}, name, group)
+
+
+def induced_topology(topology: Topology, kept: set[str], name: str, group: int) -> Topology:
+    """A new Topology of the ``kept`` nodes (in the original order), their links, gateways and pinned routes."""
+    keep_zones = {""} | {z for n, z in topology.nodes(data="zone", default="") if n in kept}
+    keep = [n for n in topology.nodes if n in kept]
     out = Topology()
     out.graph.update(copy.deepcopy({k: v for k, v in topology.graph.items() if k not in ("gateways", "routes")}))
     out.add_nodes_from((n, copy.deepcopy(dict(topology.nodes[n]))) for n in keep)
