@@ -95,7 +95,7 @@ def simulate_system(
         from hcsim.platform.symmetry import fold_system
 
         try:
-            folded = fold_system(topology)
+            folded = fold_system(topology, coherent)
             topology, ranks, group = folded.topology, folded.ranks, folded.group
         except HcsimError as e:  # not provable here: the exact path, said once
             refusal = str(e)

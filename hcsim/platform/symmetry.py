@@ -12,7 +12,8 @@ The flow-link graph and its colours
 A data-parallel ring on N XPUs in rank order has N flows per step, rank i -> rank i+1
 (mod N), each on the one route :class:`~hcsim.platform.routing.Router` gives it (no
 ECMP). Each XPU that declares a ``host_memory`` or ``cxl_memory`` also gets a memory
-flow each way on its route to that memory (the engine's remote data). Resources are
+flow each way on its route to that memory (the engine's remote data: ``cxl_memory`` in
+a coherent run, ``host_memory`` otherwise). Resources are
 *directed* links (the compiler makes every link ``SPLITDUPLEX``). Colour refinement
 (1-dimensional Weisfeiler-Leman) on this bipartite graph starts from
 
@@ -70,7 +71,10 @@ nothing repeats. On a fat tree the word is ``(A^7 B)^7 A^7 C`` per pod (A: under
 edge switch, B: edge to edge within a pod, C: pod to pod): the rule keeps the first
 and the last XPU of the first and the last edge switch of two pods, 8 XPUs of any
 k-ary tree with k >= 4; on the paper systems it would reproduce their rack/server rule.
-If nothing repeats (every XPU would be kept) the fold is refused.
+If the check below refuses that choice, the selection runs again contracting only
+repetitions longer than the shortest it used (e.g. whole servers rather than XPUs inside
+one, when the XPUs of a server share the link to their memory), until one passes; if
+nothing repeats (every XPU would be kept) the fold is refused with the last reason.
 
 Weights (for reporting only): every dropped XPU is counted on the kept XPU at its
 position in the kept copy of the repetition it was dropped from, so weights add to N.
@@ -93,12 +97,12 @@ _VALID = "valid: a topology whose data-parallel ring repeats its hop classes wit
 _MEMORY_ATTRS = ("host_memory", "cxl_memory")
 
 
-def fold_system(topology: Topology) -> Fold:
+def fold_system(topology: Topology, coherent: bool | None = None) -> Fold:
     """The paper systems' zone fold where it applies (bit-identical to before), else :func:`fold_by_symmetry`."""
     try:
         return fold_data_parallel(topology)
     except HcsimError:
-        return fold_by_symmetry(topology)
+        return fold_by_symmetry(topology, coherent)
 
 
 @dataclass
@@ -107,45 +111,55 @@ class _Flow:
     links: list[Hashable]  # directed links in path order (resource ids)
 
 
-def fold_by_symmetry(topology: Topology) -> Fold:
+def fold_by_symmetry(topology: Topology, coherent: bool | None = None) -> Fold:
     """Fold ``topology`` to the fewest representatives the selection rule keeps, checked by colour refinement.
 
     See the module docstring for the rule and the proof; raises :class:`HcsimError`
-    (one line) where the check fails or nothing repeats.
+    (one line) where the check fails or nothing repeats. ``coherent`` says which remote
+    memory the run uses (``cxl_memory`` if true, ``host_memory`` if false, both if None).
     """
     name = str(topology.graph.get("name", ""))
     xpus = _ranked_xpus(topology, name)
     n = len(xpus)
     if n < 3:
         raise _refuse(name, f"a ring of {n} XPU(s) has nothing to fold")
-    _check_memory(topology, xpus, name)
+    memories = _MEMORY_ATTRS if coherent is None else (("cxl_memory",) if coherent else ("host_memory",))
+    _check_memory(topology, xpus, name, memories)
     router = Router(topology)
-    full = _flows(topology, router, xpus, "full")
+    full = _flows(topology, router, xpus, "full", memories)
     alone = _refine([full])[0]
     word = alone[:n]  # ring flows come first
-    kept, members = _select(word)
-    if len(kept) == n:
-        raise _refuse(name, "no hop class repeats along the ring (every XPU would be kept)")
-    ranks = [xpus[i] for i in kept]
-    folded = _build(topology, router, ranks, name, n)
-    reduced = _flows(folded, Router(folded), ranks, "folded")
-    colours_full, colours_folded = _refine([full, reduced])
-    _check_colours(colours_full, colours_folded, n, ranks, name)
-    weights = {xpus[i]: len(members[i]) for i in kept}
-    return Fold(topology=folded, ranks=ranks, group=n, servers=[], racks=[], weights=weights, method="symmetry")
+    shortest = 1
+    while True:
+        kept, members, used = _select(word, shortest)
+        if len(kept) == n:
+            if shortest == 1:
+                raise _refuse(name, "no hop class repeats along the ring (every XPU would be kept)")
+            raise refusal
+        ranks = [xpus[i] for i in kept]
+        folded = _build(topology, router, ranks, name, n, memories)
+        reduced = _flows(folded, Router(folded), ranks, "folded", memories)
+        colours_full, colours_folded = _refine([full, reduced])
+        try:
+            _check_colours(colours_full, colours_folded, n, ranks, name)
+        except HcsimError as e:  # keep whole repetitions of the shortest period contracted, and check again
+            refusal, shortest = e, used + 1
+            continue
+        weights = {xpus[i]: len(members[i]) for i in kept}
+        return Fold(topology=folded, ranks=ranks, group=n, servers=[], racks=[], weights=weights, method="symmetry")
 
 
 def _refuse(name: str, reason: str) -> HcsimError:
     return HcsimError(f"topology '{name}' cannot be folded: {reason} ({_VALID})")
 
 
-def _check_memory(topology: Topology, xpus: list[str], name: str) -> None:
+def _check_memory(topology: Topology, xpus: list[str], name: str, memories: tuple[str, ...]) -> None:
     """Memory flows are known only where an XPU names its memory; the engine's nearest-memory fallback is not."""
     if not topology.nodes_of("memory"):
         return
     for x in xpus:
-        if not any(topology.nodes[x].get(a) for a in _MEMORY_ATTRS):
-            raise _refuse(name, f"XPU '{x}' names no host_memory or cxl_memory (its remote memory is unknown)")
+        if not any(topology.nodes[x].get(a) for a in memories):
+            raise _refuse(name, f"XPU '{x}' names no {' or '.join(memories)} (its remote memory is unknown)")
 
 
 def _node_key(topology: Topology, node: str) -> tuple[Any, ...]:
@@ -155,11 +169,11 @@ def _node_key(topology: Topology, node: str) -> tuple[Any, ...]:
     return (d.get("kind"), d.get("memory_kind"), d.get("capacity"))
 
 
-def _flows(topology: Topology, router: Router, ranks: list[str], tag: str) -> list[_Flow]:
+def _flows(topology: Topology, router: Router, ranks: list[str], tag: str, memories: tuple[str, ...]) -> list[_Flow]:
     """Ring flows (rank i -> i+1, in order) then memory flows, on directed links tagged by graph."""
     pairs: list[tuple[str, str, str]] = [("ring", a, b) for a, b in zip(ranks, ranks[1:] + ranks[:1], strict=True)]
     for x in ranks:
-        for attr in _MEMORY_ATTRS:
+        for attr in memories:
             m = topology.nodes[x].get(attr)
             if m:
                 pairs += [(f"{attr}:to", x, m), (f"{attr}:from", m, x)]
@@ -203,18 +217,20 @@ def _refine(graphs: list[list[_Flow]]) -> list[list[int]]:
     return out
 
 
-def _select(word: list[int]) -> tuple[list[int], dict[int, list[int]]]:
-    """Kept rank indices and the ranks each stands for (module docstring: Selection)."""
+def _select(word: list[int], shortest: int) -> tuple[list[int], dict[int, list[int]], int]:
+    """Kept rank indices, the ranks each stands for, and the shortest period contracted (docstring: Selection)."""
     seq = list(range(len(word)))
     members = {i: [i] for i in seq}
+    used = len(word)
     while True:
-        for d in range(1, len(word) // 2 + 1):
+        for d in range(shortest, len(word) // 2 + 1):
             step = _contract(seq, word, d, members)
             if step is not None:
                 seq, word = step
+                used = min(used, d)
                 break
         else:
-            return seq, members
+            return seq, members, used
 
 
 def _contract(
@@ -249,15 +265,20 @@ def _contract(
     return (new_seq, new_word) if changed else None
 
 
-def _build(topology: Topology, router: Router, ranks: list[str], name: str, group: int) -> Topology:
-    """The sub-topology induced by the representatives, their memories, the routes between them and the gateways."""
+def _build(
+    topology: Topology, router: Router, ranks: list[str], name: str, group: int, memories: tuple[str, ...]
+) -> Topology:
+    """The sub-topology induced by the representatives, their memories, the routes between them and the gateways.
+
+    Both memory attributes are kept with their routes (the folded system may run coherent or not); only
+    ``memories`` are flows of the check.
+    """
     keep = set(ranks)
-    for x in ranks:
-        keep.update(topology.nodes[x].get(a) for a in _MEMORY_ATTRS if topology.nodes[x].get(a))
     for a, b in zip(ranks, ranks[1:] + ranks[:1], strict=True):
         keep.update(router.path(a, b))
-    for x in list(keep):
-        for m in (topology.nodes[x].get(a) for a in _MEMORY_ATTRS):
+    for x in ranks:
+        for attr in _MEMORY_ATTRS:
+            m = topology.nodes[x].get(attr)
             if m:
                 keep.update(router.path(x, m))
     gateways = topology.gateways()
