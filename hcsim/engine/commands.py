@@ -21,7 +21,11 @@ _WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.
 def _cmd_run(args: argparse.Namespace) -> int:
     import json
 
+    import sys
+    import warnings
+
     from hcsim.engine import report, simulate, simulate_system
+    from hcsim.engine.fast import FoldRefused
     from hcsim.files import check_output_path
     from hcsim.platform.commands import build_topology
     from hcsim.workload.named import DATA_PARALLEL, workload_by_name
@@ -65,7 +69,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"--fast applies to data-parallel workloads, not {args.workload!r} (valid: {', '.join(DATA_PARALLEL)})"
             )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
-        result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
+        with warnings.catch_warnings():  # a refused fold is said once, as a note (below)
+            warnings.simplefilter("ignore", FoldRefused)
+            result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
+        if result.fold_refused:
+            print(f"hcsim: note: {result.fold_refused}; ran every XPU", file=sys.stderr)
     summary = report.summarize(result)
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()

@@ -48,6 +48,7 @@ __all__ = ["FoldRefused", "WorkloadFactory", "is_coherent", "simulate_system"]
 class FoldRefused(UserWarning):
     """A fold was asked for but cannot be proven for this topology: the run simulates every XPU."""
 
+
 WorkloadFactory = Callable[..., Workload]
 """Called as ``factory(ranks, group=group)``: builds a workload on ``ranks`` (XPU names, in
 rank order); ``group`` is the full system's XPU count when the ranks are a fold's

@@ -323,7 +323,9 @@ def _choose_racks(racks: list[_Rack]) -> list[int]:
 def _subtopology(topology: Topology, rack_zones: set[str], server_zones: set[str], name: str, group: int) -> Topology:
     """A new Topology induced by the kept servers, their racks' switches and the root."""
     keep_zones = {""} | rack_zones | server_zones
-    return induced_topology(topology, {n for n, z in topology.nodes(data="zone", default="") if z in keep_zones}, name, group)
+    return induced_topology(
+        topology, {n for n, z in topology.nodes(data="zone", default="") if z in keep_zones}, name, group
+    )
 
 
 def induced_topology(topology: Topology, kept: set[str], name: str, group: int) -> Topology:
