@@ -11,7 +11,8 @@ one iteration. Each row reports:
 
 Goals (issue 4): 1024-XPU CXL in <= 7.5 s (100x HCSim's 756.6 s), 4096 in <= 30 s,
 peak RSS <= 4 GB; issue 17: LLaMA2-13B data-parallel on the 1024-XPU fat tree of the
-generic builder (``fat_tree(16)``, folded by symmetry, data kept local) in <= 10 s. The exact path runs where it is feasible (``--exact-max``). The
+generic builder (``fat_tree(16)``, folded by symmetry, data kept local) in <= 10 s.
+The exact path runs where it is feasible (``--exact-max``). The
 fast/exact iteration-time ratio is printed wherever both ran (the goal is within 1%).
 Writes ``results/bench_scale.csv``.
 

@@ -73,7 +73,7 @@ def hetero_servers(
 
 
 def interleaved_leaf_spine(leaves: int = 2, hosts: int = 4) -> Topology:
-    """A leaf-spine whose ranks alternate leaves: every ring hop crosses the fabric, ``leaves*hosts/leaves`` per uplink."""
+    """A leaf-spine whose ranks alternate leaves: every ring hop crosses the fabric, ``hosts`` flows per uplink."""
     topo = leaf_spine(leaves, 1, hosts)
     for x in topo.xpus():
         leaf, host = int(x[4 : x.index(".")]), int(x.rsplit("xpu", 1)[1])
@@ -180,12 +180,13 @@ def llama(ranks, group):
 
 # LLaMA2-13B needs more than an H100's memory; the generic builders have no host memory, so their runs keep all
 # data local (placement all_local). The heterogeneous servers have a DRAM each: their runs use the default placement.
+SLOW_LINK, FAR_LINK = ("16GBps", "5us"), ("12.5GBps", "100us")
 CASES = {
     "fat-tree k4": (lambda: fat_tree(4), all_local),
-    "fat-tree k4 16GBps": (lambda: fat_tree(4, host_link=("16GBps", "5us"), fabric_link=("16GBps", "5us")), all_local),
-    "fat-tree k4 100us": (lambda: fat_tree(4, host_link=("12.5GBps", "100us"), fabric_link=("12.5GBps", "100us")), all_local),
+    "fat-tree k4 16GBps": (lambda: fat_tree(4, host_link=SLOW_LINK, fabric_link=SLOW_LINK), all_local),
+    "fat-tree k4 100us": (lambda: fat_tree(4, host_link=FAR_LINK, fabric_link=FAR_LINK), all_local),
     "leaf-spine 4x4": (lambda: leaf_spine(4, 2, 4), all_local),
-    "leaf-spine 16GBps": (lambda: leaf_spine(4, 2, 4, fabric_link=("16GBps", "5us")), all_local),
+    "leaf-spine 16GBps": (lambda: leaf_spine(4, 2, 4, fabric_link=SLOW_LINK), all_local),
     "hetero H100+A100": (lambda: hetero_servers(3), None),
     "hetero H100+A100 100us": (lambda: hetero_servers(3, link=("50GBps", "100us")), None),
     "hetero H100+A100 16GBps": (lambda: hetero_servers(3, link=("16GBps", "2us")), None),

@@ -20,7 +20,6 @@ _WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.
 
 def _cmd_run(args: argparse.Namespace) -> int:
     import json
-
     import sys
     import warnings
 

@@ -129,12 +129,10 @@ def fold_by_symmetry(topology: Topology, coherent: bool | None = None) -> Fold:
     full = _flows(topology, router, xpus, "full", memories)
     alone = _refine([full])[0]
     word = alone[:n]  # ring flows come first
-    shortest = 1
+    shortest, refusal = 1, _refuse(name, "no hop class repeats along the ring (every XPU would be kept)")
     while True:
         kept, members, used = _select(word, shortest)
         if len(kept) == n:
-            if shortest == 1:
-                raise _refuse(name, "no hop class repeats along the ring (every XPU would be kept)")
             raise refusal
         ranks = [xpus[i] for i in kept]
         folded = _build(topology, router, ranks, name, n, memories)
