@@ -222,6 +222,13 @@ def test_asymmetric_topologies_are_refused_in_one_line(build, reason):
     assert msg.startswith(f"topology '{topo.graph['name']}' cannot be folded:") and reason in msg and "\n" not in msg
 
 
+def test_xpus_without_distinct_ranks_are_refused_with_the_symmetry_fold_s_reason():
+    topo = leaf_spine(2, 1, 2)
+    topo.nodes["leaf1.xpu1"]["rank"] = 0
+    with pytest.raises(HcsimError, match=r"two XPUs share a rank \(valid: a topology whose data-parallel ring"):
+        fold_system(topo)
+
+
 def test_a_refused_fold_runs_every_xpu_and_says_so():
     topo = interleaved_leaf_spine()
 

@@ -87,7 +87,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -160,16 +160,17 @@ def _refuse(name: str, reason: str) -> HcsimError:
     return HcsimError(f"topology '{name}' cannot be folded: {reason} ({_VALID})")
 
 
-def _ranked_xpus(topology: Topology, name: str) -> list[str]:
+def _ranked_xpus(topology: Topology, name: str, refuse: Callable[[str, str], HcsimError] | None = None) -> list[str]:
+    refuse = refuse or _refuse
     xpus = topology.nodes_of("xpu")
     if not xpus:
-        raise _refuse(name, "it has no XPU")
+        raise refuse(name, "it has no XPU")
     ranks = [topology.nodes[x].get("rank") for x in xpus]
     for x, r in zip(xpus, ranks, strict=True):
         if isinstance(r, bool) or not isinstance(r, int):
-            raise _refuse(name, f"XPU '{x}' has no integer rank")
+            raise refuse(name, f"XPU '{x}' has no integer rank")
     if len(set(ranks)) != len(ranks):
-        raise _refuse(name, "two XPUs share a rank")
+        raise refuse(name, "two XPUs share a rank")
     return [x for _, x in sorted(zip(ranks, xpus, strict=True))]  # Topology.xpus() order, without its O(N^2) tie-break
 
 

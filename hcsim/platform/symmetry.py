@@ -119,7 +119,7 @@ def fold_by_symmetry(topology: Topology, coherent: bool | None = None) -> Fold:
     memory the run uses (``cxl_memory`` if true, ``host_memory`` if false, both if None).
     """
     name = str(topology.graph.get("name", ""))
-    xpus = _ranked_xpus(topology, name)
+    xpus = _ranked_xpus(topology, name, _refuse)
     n = len(xpus)
     if n < 3:
         raise _refuse(name, f"a ring of {n} XPU(s) has nothing to fold")
