@@ -67,10 +67,12 @@ with the shortest period d first (1, 2, ...), replace every maximal repetition w
 left the first copy now goes to the rank that followed the last (same colour, checked
 later). A repetition that runs to the end of the word keeps its first and last copies,
 so the wrap-around hop back to rank 0 keeps its class. Start again from d = 1 until
-nothing repeats. On a fat tree the word is ``(A^7 B)^7 A^7 C`` per pod (A: under one
+nothing repeats. On a fat tree (k = 16) the word is ``(A^7 B)^7 A^7 C`` per pod (A: under one
 edge switch, B: edge to edge within a pod, C: pod to pod): the rule keeps the first
 and the last XPU of the first and the last edge switch of two pods, 8 XPUs of any
-k-ary tree with k >= 4; on the paper systems it would reproduce their rack/server rule.
+k-ary tree with k >= 4. On the coherent paper system with both memories as flows it
+picks exactly the zone fold's 32 XPUs at 256 (whole servers, since the XPUs of a CPU
+share its PCIe link to host DRAM); with CXL memory only, 8.
 If the check below refuses that choice, the selection runs again contracting only
 repetitions longer than the shortest it used (e.g. whole servers rather than XPUs inside
 one, when the XPUs of a server share the link to their memory), until one passes; if
