@@ -47,8 +47,10 @@ def _narrowing(args: argparse.Namespace, work, xpus: list[str]) -> str | None:  
 def _cmd_run(args: argparse.Namespace) -> int:
     import json
     import sys
+    import warnings
 
     from hcsim.engine import report, simulate, simulate_system
+    from hcsim.engine.fast import FoldRefused
     from hcsim.files import check_output_path
     from hcsim.platform.commands import build_topology
     from hcsim.workload.named import DATA_PARALLEL, workload_by_name
@@ -144,10 +146,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
-        result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
+        with warnings.catch_warnings():  # a refused fold is said once, as a note (below)
+            warnings.simplefilter("ignore", FoldRefused)
+            result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"
         notes.insert(0, f"system {args.system}: network model raw, {semantics} memory ({why})")
+        if result.fold_refused:
+            notes.append(f"note: {result.fold_refused}; ran every XPU")
     if narrowing:
         notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)

@@ -4,8 +4,9 @@ Every caller that starts from a :class:`~hcsim.platform.Topology` (the CLI's ``r
 --system``, the sweep studies, the benchmarks, the equivalence tests) goes through
 :func:`simulate_system`, so the recipe of the fast mode is written once:
 
-1. **fold** (:func:`hcsim.platform.folding.fold_data_parallel`): keep the servers whose
-   ring has every hop class of the full ring; the workload is built on the kept ranks
+1. **fold** (:func:`hcsim.platform.symmetry.fold_system`: the paper systems' zone fold, or
+   colour refinement of the ring's flow-link graph on any other topology): keep the XPUs
+   whose ring has every hop class of the full ring, or run them all and say why; the workload is built on the kept ranks
    with the full group size, so its collectives keep the full chunk and step count;
 2. **compile** the (folded) topology to a SimGrid platform in a temporary directory;
 3. **memoize** (:class:`hcsim.engine.memoize.MemoizedRings`): ring collectives run step
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Callable
 
 from hcsim.engine.execution import RunResult
@@ -40,7 +42,12 @@ from hcsim.engine.simulator import simulate
 from hcsim.platform.topology import Topology
 from hcsim.workload.graph import Workload
 
-__all__ = ["WorkloadFactory", "is_coherent", "simulate_system"]
+__all__ = ["FoldRefused", "WorkloadFactory", "is_coherent", "simulate_system"]
+
+
+class FoldRefused(UserWarning):
+    """A fold was asked for but cannot be proven for this topology: the run simulates every XPU."""
+
 
 WorkloadFactory = Callable[..., Workload]
 """Called as ``factory(ranks, group=group)``: builds a workload on ``ranks`` (XPU names, in
@@ -76,18 +83,24 @@ def simulate_system(
     :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
     temporary directory (the tests use it to reuse compiled platforms). ``result.fold``
     is the :class:`~hcsim.platform.folding.Fold` simulated (its ``ranks`` and ``weights``),
-    or ``None``. A fold that cannot be proven for this topology raises :class:`~hcsim.HcsimError`
-    naming why (run with ``fold=False`` for the exact path).
+    or ``None``. A fold that cannot be proven for this topology (:func:`hcsim.platform.symmetry.fold_system`)
+    runs every XPU instead, says why in a :class:`FoldRefused` warning and in ``result.fold_refused``.
     """
     fold = fast if fold is None else fold
     memoize = fast if memoize is None else memoize
     coherent = is_coherent(topology) if coherent is None else coherent
     ranks, group, folded = topology.xpus(), None, None
+    refusal = None
     if fold:
-        from hcsim.platform.folding import fold_data_parallel
+        from hcsim.errors import HcsimError
+        from hcsim.platform.symmetry import fold_system
 
-        folded = fold_data_parallel(topology)
-        topology, ranks, group = folded.topology, folded.ranks, folded.group
+        try:
+            folded = fold_system(topology, coherent)
+            topology, ranks, group = folded.topology, folded.ranks, folded.group
+        except HcsimError as e:  # not provable here: the exact path, said once
+            refusal = str(e)
+            warnings.warn(f"{refusal}; running every XPU", FoldRefused, stacklevel=2)
     work = workload(ranks, group=group)
     kwargs = dict(coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize)
     if compile is not None:
@@ -100,4 +113,5 @@ def simulate_system(
             compile_platform(topology, path)
             result = simulate(path, work, iterations, **kwargs)
     result.fold = folded
+    result.fold_refused = refusal
     return result

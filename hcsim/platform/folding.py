@@ -87,7 +87,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -112,6 +112,7 @@ class Fold:
     servers: list[str]  # chosen server zones, in rank order
     racks: list[int]  # chosen rack numbers, in rank order
     weights: dict[str, int] = field(default_factory=dict)  # XPUs of the full system each rank stands for
+    method: str = "zones"  # "zones": this module's rule; "symmetry": hcsim.platform.symmetry
 
 
 @dataclass
@@ -159,16 +160,17 @@ def _refuse(name: str, reason: str) -> HcsimError:
     return HcsimError(f"topology '{name}' cannot be folded: {reason} ({_VALID})")
 
 
-def _ranked_xpus(topology: Topology, name: str) -> list[str]:
+def _ranked_xpus(topology: Topology, name: str, refuse: Callable[[str, str], HcsimError] | None = None) -> list[str]:
+    refuse = refuse or _refuse
     xpus = topology.nodes_of("xpu")
     if not xpus:
-        raise _refuse(name, "it has no XPU")
+        raise refuse(name, "it has no XPU")
     ranks = [topology.nodes[x].get("rank") for x in xpus]
     for x, r in zip(xpus, ranks, strict=True):
         if isinstance(r, bool) or not isinstance(r, int):
-            raise _refuse(name, f"XPU '{x}' has no integer rank")
+            raise refuse(name, f"XPU '{x}' has no integer rank")
     if len(set(ranks)) != len(ranks):
-        raise _refuse(name, "two XPUs share a rank")
+        raise refuse(name, "two XPUs share a rank")
     return [x for _, x in sorted(zip(ranks, xpus, strict=True))]  # Topology.xpus() order, without its O(N^2) tie-break
 
 
@@ -322,8 +324,15 @@ def _choose_racks(racks: list[_Rack]) -> list[int]:
 def _subtopology(topology: Topology, rack_zones: set[str], server_zones: set[str], name: str, group: int) -> Topology:
     """A new Topology induced by the kept servers, their racks' switches and the root."""
     keep_zones = {""} | rack_zones | server_zones
-    keep = [n for n, z in topology.nodes(data="zone", default="") if z in keep_zones]
-    kept = set(keep)
+    return induced_topology(
+        topology, {n for n, z in topology.nodes(data="zone", default="") if z in keep_zones}, name, group
+    )
+
+
+def induced_topology(topology: Topology, kept: set[str], name: str, group: int) -> Topology:
+    """A new Topology of the ``kept`` nodes (in the original order), their links, gateways and pinned routes."""
+    keep_zones = {""} | {z for n, z in topology.nodes(data="zone", default="") if n in kept}
+    keep = [n for n in topology.nodes if n in kept]
     out = Topology()
     out.graph.update(copy.deepcopy({k: v for k, v in topology.graph.items() if k not in ("gateways", "routes")}))
     out.add_nodes_from((n, copy.deepcopy(dict(topology.nodes[n]))) for n in keep)
