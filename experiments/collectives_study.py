@@ -18,8 +18,10 @@ What is not run, and why (listed in ``*_not_run.csv`` and printed): an algorithm
 plan starts more flows at once than the exact engine accepts
 (``hcsim.engine.exact.MAX_FLOWS_AT_ONCE``: ``direct`` and ``cxl_shared_memory`` from 256
 XPUs, N(N-1) flows at once), and, in part 2, the algorithms without a fast path beyond
-64 XPUs (LLaMA2-13B runs 40 allreduces an iteration: at 1024 XPUs the double binary
-tree alone would take about an hour a point). Sizes go from 1 KiB to 4 GiB in steps
+16 XPUs (LLaMA2-13B runs 40 allreduces an iteration: at 1024 XPUs the double binary
+tree alone would take about an hour a point, and at 64 XPUs one exact point took over 30
+minutes on this machine); part 2 adds 16 XPUs to the scales so every algorithm meets
+LLaMA2-13B at two scales. Sizes go from 1 KiB to 4 GiB in steps
 of 32x (``--all-sizes``: every power of two).
 
     .venv/bin/python experiments/collectives_study.py --quick -j 2   # 8 and 16 XPUs (~4 minutes)
@@ -38,7 +40,7 @@ from hcsim.sweep.runner import read_results
 SYSTEMS = ["cxl", "noncoherent", "fattree"]  # --systems narrows it
 SIZES = ["1KiB", "32KiB", "1MiB", "32MiB", "1GiB", "4GiB"]  # 1 KiB..4 GiB in steps of 32x
 ALL_SIZES = [f"{2**k}KiB" if k < 10 else f"{2 ** (k - 10)}MiB" if k < 20 else f"{2 ** (k - 20)}GiB" for k in range(23)]
-LLAMA_EXACT_UP_TO = 64  # LLaMA points beyond run only the algorithms with a fast path (see main's docstring)
+LLAMA_EXACT_UP_TO = 16  # LLaMA points beyond run only the algorithms with a fast path (see the docstring)
 
 
 def _applies(system: str, kind: str, name: str) -> bool:
@@ -236,6 +238,7 @@ def collectives_part(args: argparse.Namespace, scales: list[int], sizes: list[st
 def llama_part(args: argparse.Namespace, scales: list[int], suffix: str) -> None:
     """Part 2: LLaMA2-13B data parallel with each allreduce algorithm."""
     name = "collectives_llama" + suffix
+    scales = sorted({*scales, LLAMA_EXACT_UP_TO})
     spec = SweepSpec("hcsim.sweep.experiments:llama2_13b", fixed={"iterations": 2}, points=llama_points(scales))
     rows = sweep_from_arguments(spec, args, os.path.join(args.out, f"{name}.jsonl"))
     keys = ("batches_per_s", "iteration_s", "compute_s", "exposed_communication_s", "activities", "wall_s")
