@@ -54,6 +54,7 @@ def _run(
     record_flows: bool,
     progress: bool,
     memoize: bool = False,
+    repeat: bool = False,
 ) -> RunResult:
     sg = import_simgrid()
     engine = load_platform(platform, one_actor=True)
@@ -82,6 +83,7 @@ def _run(
         record_flows=record_flows,
         on_iteration=on_iteration,
         memoize=memoize,
+        repeat=repeat,
     )
     result = run.result
 
@@ -94,7 +96,9 @@ def _run(
     t0 = time.perf_counter()
     engine.run()
     result.wall_seconds = time.perf_counter() - t0
+    run.extrapolate()
     if bar is not None:
+        bar.update(result.memoized_iterations)
         bar.close()
 
     missing = run.missing()
@@ -163,6 +167,7 @@ def simulate(
     record_flows: bool = True,
     progress: bool | None = None,
     memoize: bool = False,
+    repeat: bool = False,
 ) -> RunResult:
     """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
 
@@ -171,8 +176,11 @@ def simulate(
     ``progress`` shows a bar of iterations done (default: when stderr is a terminal);
     ``memoize`` runs ring collectives step by step and skips the steps that repeat on an
     unchanged network (see :mod:`hcsim.engine.memoize`; flows of skipped steps are
-    counted in ``memoized_flows``, not recorded one by one). To start from a topology
-    (and fold it), use :func:`hcsim.engine.simulate_system`.
+    counted in ``memoized_flows``, not recorded one by one); ``repeat`` extrapolates the
+    iterations after one that repeats the one before (see :mod:`hcsim.engine.repeat`;
+    they are counted in ``memoized_iterations`` and ``memoized_activities``, and
+    ``result.repeat`` says what was done or why not). To start from a topology (and fold
+    it), use :func:`hcsim.engine.simulate_system`.
 
     A ring allreduce of S bytes over N XPUs on a ring of latency L and bandwidth B takes
     2(N-1)(L + S/(N B)), and SimGrid says so::
@@ -195,5 +203,14 @@ def simulate(
     if not os.path.isfile(path):
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
+    if repeat:
+        from hcsim.engine.repeat import platform_is_stationary
+
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if not platform_is_stationary(f.read()):
+                raise HcsimError(
+                    f"platform '{path}' has time-varying profiles, so iterations cannot be extrapolated "
+                    "(valid: repeat=False / no --repeat, or a platform without speed/bandwidth/latency/state files)"
+                )
     show = sys.stderr.isatty() if progress is None else progress
-    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows, show, memoize)
+    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows, show, memoize, repeat)
