@@ -2,7 +2,8 @@
 
 The platform is a compiled XML file (``--platform``) or a system built on the fly
 (``--system``, the options of ``hcsim platform build``), run through
-:func:`hcsim.engine.fast.simulate_system` (``--fast`` folds and memoizes). The workload
+:func:`hcsim.engine.fast.simulate_system` (``--fast`` folds, memoizes and extrapolates
+repeating iterations; ``--repeat`` does the last alone). The workload
 is picked by :func:`hcsim.workload.named.workload_by_name`. Only the standard library at
 the top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
 """
@@ -43,7 +44,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         xpus = platform_xpus(args.platform)
         if args.fast:
             raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")
-        result = simulate(args.platform, workload(xpus, None), args.iterations, coherent=bool(args.coherent))
+        result = simulate(
+            args.platform, workload(xpus, None), args.iterations, coherent=bool(args.coherent), repeat=args.repeat
+        )
     else:
         if not args.system:
             raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent)")
@@ -53,7 +56,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"--fast applies to data-parallel workloads, not {args.workload!r} (valid: {', '.join(DATA_PARALLEL)})"
             )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
-        result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
+        result = simulate_system(
+            topo, workload, args.iterations, coherent=coherent, fast=args.fast, repeat=args.repeat or args.fast
+        )
     summary = report.summarize(result)
     if args.trace:
         report.write_chrome_trace(result, args.trace)
@@ -92,6 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--fast",
         action="store_true",
         help="fold the system to representative servers and memoize repeated ring steps (within 1%% of exact)",
+    )
+    r.add_argument(
+        "--repeat",
+        action="store_true",
+        help="extrapolate the iterations after one that repeats the one before on an idle network (--fast: on)",
     )
     r.add_argument("--trace", help="write a Chrome/Perfetto trace (JSON)")
     r.add_argument("--csv", help="write the per-vertex trace as CSV")
