@@ -81,6 +81,8 @@ class Execution:
     ``repeat`` stops launching once an iteration repeats the one before
     (:class:`~hcsim.engine.repeat.IterationRepeat`); the driver's owner must then call
     :meth:`extrapolate` after the run. Only for an execution alone on its driver.
+    ``tasks`` runs communication vertices that start many flows at once on SimGrid's
+    Task plugin (:class:`~hcsim.engine.tasks.TaskFlows`; bit-identical, faster for them).
     """
 
     def __init__(
@@ -99,6 +101,7 @@ class Execution:
         memoize: bool = False,
         timed_execs: bool = True,
         repeat: bool = False,
+        tasks: bool = False,
     ) -> None:
         self.sg, self.driver, self.iterations = sg, driver, iterations
         self._sendto, self._add_flow = sg.Comm.sendto_async, driver.add_flow
@@ -118,6 +121,10 @@ class Execution:
 
         exact = ExactFlows(self)
         strategies: list[CommStrategy] = [exact]
+        if tasks:
+            from hcsim.engine.tasks import TaskFlows
+
+            strategies = [TaskFlows(self, exact)]
         if memoize:
             from hcsim.engine.memoize import MemoizedRings
 

@@ -68,6 +68,7 @@ def simulate_system(
     fold: bool | None = None,
     memoize: bool | None = None,
     repeat: bool | None = None,
+    tasks: bool = False,
     placement: Placement = fill_local_first,
     record_flows: bool = True,
     progress: bool | None = None,
@@ -76,7 +77,8 @@ def simulate_system(
     """Run ``workload`` built on ``topology``'s XPUs; ``fast=True`` folds, memoizes and repeats.
 
     ``fold``, ``memoize`` and ``repeat`` (iteration memoization, :mod:`hcsim.engine.repeat`)
-    override ``fast`` one by one. ``coherent=None`` means
+    override ``fast`` one by one; ``tasks`` puts wide communication vertices on SimGrid's
+    Task plugin (:mod:`hcsim.engine.tasks`, bit-identical). ``coherent=None`` means
     :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
     temporary directory (the tests use it to reuse compiled platforms). ``result.fold``
     is the :class:`~hcsim.platform.folding.Fold` simulated (its ``ranks`` and ``weights``),
@@ -96,7 +98,7 @@ def simulate_system(
     work = workload(ranks, group=group)
     kwargs = dict(
         coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize,
-        repeat=repeat,
+        repeat=repeat, tasks=tasks,
     )  # fmt: skip
     if compile is not None:
         result = simulate(compile(topology), work, iterations, **kwargs)

@@ -55,6 +55,7 @@ def _run(
     progress: bool,
     memoize: bool = False,
     repeat: bool = False,
+    tasks: bool = False,
 ) -> RunResult:
     sg = import_simgrid()
     engine = load_platform(platform, one_actor=True)
@@ -84,6 +85,7 @@ def _run(
         on_iteration=on_iteration,
         memoize=memoize,
         repeat=repeat,
+        tasks=tasks,
     )
     result = run.result
 
@@ -168,6 +170,7 @@ def simulate(
     progress: bool | None = None,
     memoize: bool = False,
     repeat: bool = False,
+    tasks: bool = False,
 ) -> RunResult:
     """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
 
@@ -180,7 +183,9 @@ def simulate(
     iterations after one that repeats the one before (see :mod:`hcsim.engine.repeat`;
     they are counted in ``memoized_iterations`` and ``memoized_activities``, and
     ``result.repeat`` says what was done or why not). To start from a topology (and fold
-    it), use :func:`hcsim.engine.simulate_system`.
+    it), use :func:`hcsim.engine.simulate_system`. ``tasks`` runs communication vertices
+    that start many flows at once on SimGrid's Task plugin (:mod:`hcsim.engine.tasks`:
+    the same results, bit for bit, faster for such vertices; ignored under ``memoize``).
 
     A ring allreduce of S bytes over N XPUs on a ring of latency L and bandwidth B takes
     2(N-1)(L + S/(N B)), and SimGrid says so::
@@ -213,4 +218,6 @@ def simulate(
                     "(valid: repeat=False / no --repeat, or a platform without speed/bandwidth/latency/state files)"
                 )
     show = sys.stderr.isatty() if progress is None else progress
-    return run_isolated(_run, path, workload, iterations, coherent, placement, record_flows, show, memoize, repeat)
+    return run_isolated(
+        _run, path, workload, iterations, coherent, placement, record_flows, show, memoize, repeat, tasks
+    )
