@@ -19,8 +19,8 @@ the makespan and every flow's start and end are bit-identical to the controller'
     python experiments/bench_tasks.py [--rounds 3] [--ring 64,256,1024] [--alltoall 32,64] [--llama 8]
 
 Workloads: a ring allreduce over N ranks of a ring platform (N flows per step),
-the direct all-to-all over N ranks of the 64-XPU CXL system (N(N-1) flows in flight at
-once), and ``--llama N``: LLaMA2-13B data parallel, one iteration on the N-XPU CXL
+the direct all-to-all over the first N ranks of the CXL system of max(64, N) XPUs
+(N(N-1) flows in flight at once), and ``--llama N``: LLaMA2-13B data parallel, one iteration on the N-XPU CXL
 system (compute vertices as ``ExecTask`` and remote-memory ``CommTask``, collectives as
 their flows; the controller is the engine itself).
 """
@@ -228,11 +228,12 @@ def main(argv: list[str] | None = None) -> int:
                     ("tasks, no callback", lambda job=job, path=path: tasks(path, *job, False)),
                 ],
             )
-        if args.alltoall:
-            topo = cxl_system(64)
-            path = os.path.join(tmp, "cxl64.xml")
+        sizes = [int(s) for s in args.alltoall.split(",") if s]
+        if sizes:
+            topo = cxl_system(max(64, *sizes))
+            path = os.path.join(tmp, "cxl-alltoall.xml")
             compile_platform(topo, path)
-            for n in [int(s) for s in args.alltoall.split(",") if s]:
+            for n in sizes:
                 job = ("alltoall", "direct", topo.xpus()[:n], args.bytes)
                 rows = [("controller", lambda job=job: controller(path, *job))] if n <= args.controller_max else []
                 _bench(
