@@ -134,3 +134,17 @@ def test_time_varying_platforms_are_refused(compiled, tmp_path):
     w.add_compute("A", 1e9, ring(2).xpus()[0], is_start=True)
     with pytest.raises(HcsimError, match="time-varying profiles"):
         simulate(str(varying), w, 3, repeat=True)
+
+
+def test_cli_repeat_flag_extrapolates(capsys):
+    import json
+
+    from hcsim.cli import main
+
+    argv = "run --system cxl --xpus 8 --workload allreduce --bytes 1MiB --iterations 4 --json"
+    assert main([*argv.split(), "--repeat"]) == 0
+    memo = json.loads(capsys.readouterr().out)
+    assert main(argv.split()) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert memo["memoized_iterations"] == 2 and full["memoized_iterations"] == 0
+    assert memo["activities"] + memo["memoized_activities"] == full["activities"]
