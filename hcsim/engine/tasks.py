@@ -16,7 +16,13 @@ completion callback of the vertex's last flow, so the controller wakes at that v
 Results are bit-identical to the exact strategy (the same flows start at the same
 dates; the plugin adds two 0-flop execs per flow, which take no time): checked by
 ``tests/test_tasks.py`` (makespan, trace and every flow's dates), measured by
-``experiments/bench_tasks.py`` (numbers in ``docs/benchmarks.md``). The route is
+``experiments/bench_tasks.py`` (numbers in ``docs/benchmarks.md``). One caveat: when
+two vertices start at the same date, SimGrid's per-flow results depend on which one's
+flows enter first (on the exact path too: reordering the graph's edges moves flows by
+up to 2.6e-6 s there), and a task vertex's flows enter one maestro round after the
+controller's. So the Task route gives the exact engine's result for the order "the
+controller's vertices first", which is the order of the graph's successors only when
+those come first. The route is
 faster only for wide vertices (17x for a 64-rank all-to-all, 4,032 flows at once) and
 slower for narrow ones (each flow costs SimGrid three activities), so with
 ``tasks=True`` only vertices starting at least :data:`TASK_WAVE` flows at once take it;
