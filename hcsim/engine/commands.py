@@ -96,7 +96,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--fast",
         action="store_true",
-        help="fold the system to representative servers and memoize repeated ring steps (within 1%% of exact)",
+        help="fold the system to representative servers, memoize repeated ring steps and extrapolate repeating "
+        "iterations (within 1%% of exact)",
     )
     r.add_argument(
         "--repeat",
