@@ -2,7 +2,8 @@
 
 The platform is a compiled XML file (``--platform``) or a system built on the fly
 (``--system``, the options of ``hcsim platform build``), run through
-:func:`hcsim.engine.fast.simulate_system` (``--fast`` folds and memoizes). The workload
+:func:`hcsim.engine.fast.simulate_system` (``--fast`` folds, memoizes and extrapolates
+repeating iterations; ``--repeat`` does the last alone). The workload
 is picked by :func:`hcsim.workload.named.workload_by_name`. Only the standard library at
 the top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
 """
@@ -109,7 +110,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             coherent, why = False, "default: the platform sets no 'coherent' property"
         work = workload(xpus, None)
         narrowing = _narrowing(args, work, xpus)
-        result = simulate(args.platform, work, args.iterations, coherent=coherent, xpus=xpus, config=config)
+        result = simulate(
+            args.platform, work, args.iterations, coherent=coherent, xpus=xpus, config=config, repeat=args.repeat
+        )
         notes.insert(
             0,
             f"platform {args.platform}: {len(xpus)} XPUs ({how}; --xpus-from), network model "
@@ -148,7 +151,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         with warnings.catch_warnings():  # a refused fold is said once, as a note (below)
             warnings.simplefilter("ignore", FoldRefused)
-            result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
+            result = simulate_system(
+                topo, workload, args.iterations, coherent=coherent, fast=args.fast, repeat=args.repeat or args.fast
+            )
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"
         notes.insert(0, f"system {args.system}: network model raw, {semantics} memory ({why})")
@@ -232,7 +237,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--fast",
         action="store_true",
-        help="fold the system to representative servers and memoize repeated ring steps (within 1%% of exact)",
+        help="fold the system to representative servers, memoize repeated ring steps and extrapolate repeating "
+        "iterations (within 1%% of exact)",
+    )
+    r.add_argument(
+        "--repeat",
+        action="store_true",
+        help="extrapolate the iterations after one that repeats the one before on an idle network (--fast: on)",
     )
     r.add_argument(
         "--xpus-from",

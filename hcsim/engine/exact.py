@@ -60,6 +60,11 @@ class ExactFlows:
 
     def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
         fp = build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
+        self.check_wave(data, fp)
+        return fp
+
+    def check_wave(self, data: dict[str, Any], fp: FlowPlan) -> None:
+        """Refuse a plan that starts more flows at once than :func:`max_flows_at_once`."""
         limit = max_flows_at_once()
         wave = fp.waits.count(0)
         if wave > limit:
@@ -69,7 +74,6 @@ class ExactFlows:
                 "at 16k at once, 70 min at 65k) (valid: fewer ranks, another algorithm, or a higher "
                 "HCSIM_MAX_FLOWS_AT_ONCE)"
             )
-        return fp
 
     def launch(self, v: int, k: int, now: float) -> None:
         x = self.execution

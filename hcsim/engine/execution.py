@@ -78,6 +78,11 @@ class Execution:
     ``ActivitySet``; a driver that must cancel activities (the cluster's preemption)
     turns it off. ``memoize`` runs ring collectives with
     :class:`~hcsim.engine.memoize.MemoizedRings` (a fast path: see its contract).
+    ``repeat`` stops launching once an iteration repeats the one before
+    (:class:`~hcsim.engine.repeat.IterationRepeat`); the driver's owner must then call
+    :meth:`extrapolate` after the run. Only for an execution alone on its driver.
+    ``tasks`` runs communication vertices that start many flows at once on SimGrid's
+    Task plugin (:class:`~hcsim.engine.tasks.TaskFlows`; bit-identical, faster for them).
     """
 
     def __init__(
@@ -95,6 +100,8 @@ class Execution:
         on_iteration: Callable[[int, float], None] | None = None,
         memoize: bool = False,
         timed_execs: bool = True,
+        repeat: bool = False,
+        tasks: bool = False,
     ) -> None:
         self.sg, self.driver, self.iterations = sg, driver, iterations
         self._sendto, self._add_flow = sg.Comm.sendto_async, driver.add_flow
@@ -114,6 +121,10 @@ class Execution:
 
         exact = ExactFlows(self)
         strategies: list[CommStrategy] = [exact]
+        if tasks:
+            from hcsim.engine.tasks import TaskFlows
+
+            strategies = [TaskFlows(self, exact)]
         if memoize:
             from hcsim.engine.memoize import MemoizedRings
 
@@ -145,6 +156,12 @@ class Execution:
         self.result = RunResult(
             iterations, coherent, 0.0, [0.0] * iterations, [], graph=dict(workload.graph), placement=placed
         )
+        self.limit = iterations  # no execution k >= limit starts (lowered once iterations repeat)
+        self.repeat = None
+        if repeat:
+            from hcsim.engine.repeat import IterationRepeat
+
+            self.repeat = IterationRepeat(self)
 
     def _place(self, all_hosts: dict[str, Any], placement: Placement, coherent: bool) -> dict[str, str | None]:
         """Where each compute vertex's data lives (None: local), by the placement policy."""
@@ -180,13 +197,19 @@ class Execution:
         """Every vertex ran all its iterations."""
         return self.iterations_done == self.iterations
 
+    def extrapolate(self) -> None:
+        """After the run: fill the iterations that repeat (``repeat=True``) into the result."""
+        if self.repeat is not None:
+            self.repeat.extrapolate()
+            self.result.repeat = self.result.repeat or self.repeat.note
+
     def missing(self) -> list[int]:
         """Vertices that have not run all iterations (a deadlock if nothing is live)."""
         return [v for v in range(len(self.names)) if self.completed[v] < self.iterations]
 
     def ready(self, v: int) -> bool:
         k = self.started[v]
-        if k >= self.iterations or self.running[v]:
+        if k >= self.limit or self.running[v]:
             return False
         completed = self.completed
         for u, skip in self.preds[v]:
@@ -275,8 +298,13 @@ class Execution:
             self._record(run, now)
         if now > result.iteration_end[run.k]:
             result.iteration_end[run.k] = now
+        repeat = self.repeat
+        if repeat is not None:
+            repeat.vertex_done(v, run.k, run.start, now)
         if self.per_iteration[run.k] == len(self.names):
             self.iterations_done += 1
+            if repeat is not None and repeat.iteration_done(run.k, now):
+                self.limit = run.k + 1  # nothing of the next iterations starts: they are extrapolated
             if self.on_iteration is not None:
                 self.on_iteration(run.k, now)
         for w in self.succs[v]:

@@ -10,9 +10,11 @@ Every caller that starts from a :class:`~hcsim.platform.Topology` (the CLI's ``r
    with the full group size, so its collectives keep the full chunk and step count;
 2. **compile** the (folded) topology to a SimGrid platform in a temporary directory;
 3. **memoize** (:class:`hcsim.engine.memoize.MemoizedRings`): ring collectives run step
-   by step and repeated steps on an unchanged network are skipped.
+   by step and repeated steps on an unchanged network are skipped;
+4. **repeat** (:mod:`hcsim.engine.repeat`): once an iteration repeats the one before on
+   an idle network, the remaining iterations are extrapolated.
 
-Each shortcut is a switch (``fold=``, ``memoize=``; ``fast=True`` turns both on) and
+Each shortcut is a switch (``fold=``, ``memoize=``, ``repeat=``; ``fast=True`` turns all on) and
 each is held to the exact engine by ``tests/test_fast.py`` (the contract, with its
 measured bounds, is in ``docs/fast-paths.md``).
 
@@ -72,14 +74,18 @@ def simulate_system(
     fast: bool = False,
     fold: bool | None = None,
     memoize: bool | None = None,
+    repeat: bool | None = None,
+    tasks: bool = False,
     placement: Placement = fill_local_first,
     record_flows: bool = True,
     progress: bool | None = None,
     compile: Callable[[Topology], str] | None = None,
 ) -> RunResult:
-    """Run ``workload`` built on ``topology``'s XPUs; ``fast=True`` folds and memoizes.
+    """Run ``workload`` built on ``topology``'s XPUs; ``fast=True`` folds, memoizes and repeats.
 
-    ``fold`` and ``memoize`` override ``fast`` one by one. ``coherent=None`` means
+    ``fold``, ``memoize`` and ``repeat`` (iteration memoization, :mod:`hcsim.engine.repeat`)
+    override ``fast`` one by one; ``tasks`` puts wide communication vertices on SimGrid's
+    Task plugin (:mod:`hcsim.engine.tasks`, bit-identical). ``coherent=None`` means
     :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
     temporary directory (the tests use it to reuse compiled platforms). ``result.fold``
     is the :class:`~hcsim.platform.folding.Fold` simulated (its ``ranks`` and ``weights``),
@@ -88,6 +94,7 @@ def simulate_system(
     """
     fold = fast if fold is None else fold
     memoize = fast if memoize is None else memoize
+    repeat = fast if repeat is None else repeat
     coherent = is_coherent(topology) if coherent is None else coherent
     ranks, group, folded = topology.xpus(), None, None
     refusal = None
@@ -102,7 +109,10 @@ def simulate_system(
             refusal = str(e)
             warnings.warn(f"{refusal}; running every XPU", FoldRefused, stacklevel=2)
     work = workload(ranks, group=group)
-    kwargs = dict(coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize)
+    kwargs = dict(
+        coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize,
+        repeat=repeat, tasks=tasks,
+    )  # fmt: skip
     if compile is not None:
         result = simulate(compile(topology), work, iterations, **kwargs)
     else:

@@ -123,6 +123,8 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
         "xpus": len(xpus),
         "activities": result.activities,
         "memoized_flows": result.memoized_flows,
+        "memoized_iterations": result.memoized_iterations,
+        "memoized_activities": result.memoized_activities,
         "folded_from": result.graph.get("batches_per_iteration", len(xpus)) if "folded_ranks" in result.graph else None,
         "remote_vertices": sum(1 for v in result.placement.values() if v is not None),
         "bytes_on_links": sum(s["bytes"] for s in links),
@@ -144,7 +146,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"  exposed comm.       {per['exposed_communication']:.6g} s",
         f"  memory stall        {per['memory_stall']:.6g} s",
         f"activities simulated  {summary['activities']}"
-        + (f" (+ {summary['memoized_flows']} flows of memoized ring steps)" if summary["memoized_flows"] else ""),
+        + (f" (+ {summary['memoized_flows']} flows of memoized ring steps)" if summary["memoized_flows"] else "")
+        + (
+            f" (+ {summary['memoized_activities']} of {summary['memoized_iterations']} extrapolated iterations)"
+            if summary["memoized_iterations"]
+            else ""
+        ),
         f"operators on remote memory {summary['remote_vertices']}",
     ]
     if summary["folded_from"]:

@@ -56,6 +56,8 @@ def _run(
     memoize: bool = False,
     xpus: list[str] | None = None,
     config: tuple[str, ...] = (),
+    repeat: bool = False,
+    tasks: bool = False,
 ) -> RunResult:
     sg = import_simgrid()
     engine = load_platform(platform, one_actor=True, config=config)
@@ -87,6 +89,8 @@ def _run(
         record_flows=record_flows,
         on_iteration=on_iteration,
         memoize=memoize,
+        repeat=repeat,
+        tasks=tasks,
     )
     result = run.result
 
@@ -99,7 +103,9 @@ def _run(
     t0 = time.perf_counter()
     engine.run()
     result.wall_seconds = time.perf_counter() - t0
+    run.extrapolate()
     if bar is not None:
+        bar.update(result.memoized_iterations)
         bar.close()
 
     missing = run.missing()
@@ -170,6 +176,8 @@ def simulate(
     memoize: bool = False,
     xpus: list[str] | None = None,
     config: tuple[str, ...] = (),
+    repeat: bool = False,
+    tasks: bool = False,
 ) -> RunResult:
     """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
 
@@ -181,8 +189,13 @@ def simulate(
     counted in ``memoized_flows``, not recorded one by one); ``xpus`` names the hosts
     that may compute (default: those with ``kind=xpu``, or every host if none has it);
     ``config`` adds SimGrid ``--cfg`` items such as ``"network/model:raw"`` (see
-    :mod:`hcsim.platform.foreign`). To start from a topology
-    (and fold it), use :func:`hcsim.engine.simulate_system`.
+    :mod:`hcsim.platform.foreign`); ``repeat`` extrapolates the iterations after one that
+    repeats the one before (see :mod:`hcsim.engine.repeat`; they are counted in
+    ``memoized_iterations`` and ``memoized_activities``, and ``result.repeat`` says what
+    was done or why not). To start from a topology (and fold it), use
+    :func:`hcsim.engine.simulate_system`. ``tasks`` runs communication vertices that
+    start many flows at once on SimGrid's Task plugin (:mod:`hcsim.engine.tasks`: the
+    same results, bit for bit, faster for such vertices; ignored under ``memoize``).
 
     A ring allreduce of S bytes over N XPUs on a ring of latency L and bandwidth B takes
     2(N-1)(L + S/(N B)), and SimGrid says so::
@@ -205,7 +218,28 @@ def simulate(
     if not os.path.isfile(path):
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
+    if repeat:
+        from hcsim.engine.repeat import platform_is_stationary
+
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if not platform_is_stationary(f.read()):
+                raise HcsimError(
+                    f"platform '{path}' has time-varying profiles, so iterations cannot be extrapolated "
+                    "(valid: repeat=False / no --repeat, or a platform without speed/bandwidth/latency/state files)"
+                )
     show = sys.stderr.isatty() if progress is None else progress
     return run_isolated(
-        _run, path, workload, iterations, coherent, placement, record_flows, show, memoize, xpus, tuple(config)
+        _run,
+        path,
+        workload,
+        iterations,
+        coherent,
+        placement,
+        record_flows,
+        show,
+        memoize,
+        xpus,
+        tuple(config),
+        repeat,
+        tasks,
     )

@@ -1,0 +1,158 @@
+"""Wide communication vertices on SimGrid's Task plugin: dependencies resolved in C++.
+
+The exact strategy (:mod:`.exact`) hands every flow to the controller's
+``ActivitySet``, whose ``wait_any`` costs time in proportion to the flows in flight
+(SimGrid registers and unregisters the waiting actor on each of them). A vertex that
+starts thousands of flows at once (a direct all-to-all: N(N-1)) thus costs flows x
+flows in flight. SimGrid's Task plugin (``CommTask``, ``add_successor``,
+``enqueue_firings``) runs the same dependency graph in maestro, in C++: each flow of
+the vertex's :class:`~hcsim.collectives.plans.FlowPlan` is a ``CommTask`` (a join, of
+size 0, an ``ExecTask`` of 0 flops: a 0-byte Comm never completes), each release an
+``add_successor``, and the flows with nothing to wait for are fired when the vertex
+execution starts. The controller waits for one activity per vertex execution instead
+of one per flow: a 0-flop exec on its own host, created unstarted and started by the
+completion callback of the vertex's last flow, so the controller wakes at that very date.
+
+Results are bit-identical to the exact strategy (the same flows start at the same
+dates; the plugin adds two 0-flop execs per flow, which take no time): checked by
+``tests/test_tasks.py`` (makespan, trace and every flow's dates), measured by
+``experiments/bench_tasks.py`` (numbers in ``docs/benchmarks.md``). One caveat: when
+two vertices start at the same date, SimGrid's per-flow results depend on which one's
+flows enter first (on the exact path too: reordering the graph's edges moves flows by
+up to 2.6e-6 s there), and a task vertex's flows enter one maestro round after the
+controller's. So the Task route gives the exact engine's result for the order "the
+controller's vertices first", which is the order of the graph's successors only when
+those come first. The route is
+faster only for wide vertices (17x for a 64-rank all-to-all, 4,032 flows at once) and
+slower for narrow ones (each flow costs SimGrid three activities), so with
+``tasks=True`` only vertices starting at least :data:`TASK_WAVE` flows at once take it;
+the others run exact. It is off while a :class:`~hcsim.engine.driver.FlowObserver`
+watches the driver (memoize): task flows do not pass through ``Driver.add_flow``.
+A vertex on the Task route has no flows-at-once limit (:data:`.exact.MAX_FLOWS_AT_ONCE`
+exists because of ``wait_any``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hcsim.collectives import FlowPlan, TopologyView, build_plan
+from hcsim.engine.records import COMM, ActivityKey, VertexRun
+
+__all__ = ["TASK_WAVE", "TaskFlows"]
+
+TASK_WAVE = 512
+"""A vertex starting at least this many flows at once runs on the Task plugin (with ``tasks=True``).
+
+Measured (``experiments/bench_tasks.py``): a 32-rank direct all-to-all (992 at once) is
+2.8x faster on tasks, a 256-rank ring allreduce (256 at once) no faster, a 64-rank one
+slower."""
+
+SENTINEL = -1  # the flow index of the key of a vertex execution's end (the 0-flop exec the controller waits for)
+
+
+class _Graph:
+    """The tasks of one communication vertex, made once and fired once per vertex execution."""
+
+    __slots__ = ("tasks", "sources", "sinks", "starts", "run", "sentinel", "left")
+
+    def __init__(self) -> None:
+        self.tasks: list[Any] = []
+        self.sources: list[Any] = []
+        self.sinks = 0
+        self.starts: list[float] = []
+        self.run: VertexRun | None = None
+        self.sentinel: Any = None
+        self.left = 0  # sinks of the current execution still running
+
+
+class TaskFlows:
+    """Runs wide communication vertices on the Task plugin, the others with ``exact`` (see the module docstring)."""
+
+    def __init__(self, execution: Any, exact: Any) -> None:
+        self.execution, self.exact = execution, exact
+        self.graphs: dict[int, _Graph] = {}  # vertex -> its tasks, for vertices on the Task route
+        self._wide_plans: set[int] = set()  # id() of the plans of wide vertices
+
+    def handles(self, data: dict[str, Any]) -> bool:
+        return True
+
+    def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
+        if self.execution.driver.observers:  # memoize watches every flow: only Driver.add_flow tells it
+            return self.exact.plan(data, view)
+        fp = build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
+        if fp.waits.count(0) < TASK_WAVE:
+            self.exact.check_wave(data, fp)
+            return fp
+        self._wide_plans.add(id(fp))
+        return fp
+
+    def launch(self, v: int, k: int, now: float) -> None:
+        x = self.execution
+        fp = x.flow_plans[v]
+        if id(fp) not in self._wide_plans:
+            self.exact.launch(v, k, now)
+            return
+        g = self.graphs.get(v) or self._make(v)
+        x.result.activities += fp.flows
+        run = VertexRun(v, k, now, 1)
+        g.run, g.left = run, g.sinks
+        sg = x.sg
+        g.sentinel = sg.this_actor.exec_init(0)
+        g.sentinel.host = sg.this_actor.get_host()
+        x.driver.watch(g.sentinel, (x, COMM, run, SENTINEL))
+        for t in g.sources:
+            t.enqueue_firings(1)
+
+    def _make(self, v: int) -> _Graph:
+        x = self.execution
+        sg = x.sg
+        fp = x.flow_plans[v]
+        src, dst = x.flow_hosts[v]
+        anywhere = next(h for h in (*src, *dst) if h is not None)
+        g = self.graphs[v] = _Graph()
+        tasks = g.tasks
+        for f, size in enumerate(fp.size):
+            if size:
+                tasks.append(sg.CommTask.init(f"{v}.{f}", float(size), src[f], dst[f]))
+            else:  # a join: no flow, passed as soon as what it waits for is done
+                tasks.append(sg.ExecTask.init(f"{v}.{f}", 0.0, anywhere))
+        for f, released in enumerate(fp.releases):
+            for h in released:
+                tasks[f].add_successor(tasks[h])
+        g.sources = [tasks[f] for f, w in enumerate(fp.waits) if w == 0]
+        g.starts = [0.0] * len(tasks)
+        Engine = sg.Engine
+        record = x.record_flows
+        for f, t in enumerate(tasks):
+            last = not fp.releases[f]
+            g.sinks += last
+            if record and fp.size[f]:
+
+                def started(_t: Any, f: int = f) -> None:
+                    g.starts[f] = Engine.clock
+
+                t.on_this_start_cb(started)
+            if (record and fp.size[f]) or last:
+
+                def ended(_t: Any, f: int = f, last: bool = last) -> None:
+                    if record and fp.size[f]:
+                        x.result.flows.append((fp.src[f], fp.dst[f], fp.size[f], g.starts[f], Engine.clock))
+                    if last:
+                        g.left -= 1
+                        if not g.left:
+                            g.sentinel.start()  # 0 flops: ends now, and wakes the controller
+
+                t.on_this_completion_cb(ended)
+        return g
+
+    def complete(self, act: Any, key: ActivityKey, now: float) -> None:
+        x, _, run, f = key
+        if f != SENTINEL:
+            self.exact.complete(act, key, now)
+            return
+        self.graphs[run.v].sentinel = None
+        x.finish(run, now)
+
+    def timer(self, key: tuple, now: float) -> None:  # sets none
+        raise AssertionError(f"the task strategy set no timer {key!r}")
