@@ -44,6 +44,7 @@ from hcsim.engine.records import (
     VertexRun,
 )
 from hcsim.engine.strategy import CommStrategy
+from hcsim.engine.tasks import TaskFlows
 from hcsim.errors import HcsimError
 from hcsim.workload.graph import Workload
 
@@ -101,7 +102,7 @@ class Execution:
         memoize: bool = False,
         timed_execs: bool = True,
         repeat: bool = False,
-        tasks: bool = False,
+        tasks: bool | None = None,
     ) -> None:
         self.sg, self.driver, self.iterations = sg, driver, iterations
         self._sendto, self._add_flow = sg.Comm.sendto_async, driver.add_flow
@@ -121,10 +122,8 @@ class Execution:
 
         exact = ExactFlows(self)
         strategies: list[CommStrategy] = [exact]
-        if tasks:
-            from hcsim.engine.tasks import TaskFlows
-
-            strategies = [TaskFlows(self, exact)]
+        if tasks is not False:  # None (default): wide vertices on tasks, within the flows-at-once limit
+            strategies = [TaskFlows(self, exact, limited=tasks is None)]
         if memoize:
             from hcsim.engine.memoize import MemoizedRings
 
@@ -144,6 +143,8 @@ class Execution:
                 if view is None:
                     view = TopologyView.of_hosts(all_hosts)
                 fp = self.flow_plans[i] = strategy.plan(d, view)
+                if isinstance(strategy, TaskFlows) and not strategy.runs(fp):
+                    strategy = exact  # a narrow vertex: no extra call per flow on the hot path
                 self.strategy_of[i], self.comm_complete[i] = strategy, strategy.complete
                 host = all_hosts.get if fp.joins else all_hosts.__getitem__  # a join's "" ends map to None
                 self.flow_hosts[i] = ([host(h) for h in fp.src], [host(h) for h in fp.dst])

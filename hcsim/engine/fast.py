@@ -75,7 +75,7 @@ def simulate_system(
     fold: bool | None = None,
     memoize: bool | None = None,
     repeat: bool | None = None,
-    tasks: bool = False,
+    tasks: bool | None = None,
     placement: Placement = fill_local_first,
     record_flows: bool = True,
     progress: bool | None = None,

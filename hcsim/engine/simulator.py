@@ -57,7 +57,7 @@ def _run(
     xpus: list[str] | None = None,
     config: tuple[str, ...] = (),
     repeat: bool = False,
-    tasks: bool = False,
+    tasks: bool | None = None,
 ) -> RunResult:
     sg = import_simgrid()
     engine = load_platform(platform, one_actor=True, config=config)
@@ -177,7 +177,7 @@ def simulate(
     xpus: list[str] | None = None,
     config: tuple[str, ...] = (),
     repeat: bool = False,
-    tasks: bool = False,
+    tasks: bool | None = None,
 ) -> RunResult:
     """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
 
@@ -195,7 +195,8 @@ def simulate(
     was done or why not). To start from a topology (and fold it), use
     :func:`hcsim.engine.simulate_system`. ``tasks`` runs communication vertices that
     start many flows at once on SimGrid's Task plugin (:mod:`hcsim.engine.tasks`: the
-    same results, bit for bit, faster for such vertices; ignored under ``memoize``).
+    same results, bit for bit, faster for such vertices; ignored under ``memoize``):
+    ``None`` (default) within the flows-at-once limit, ``True`` past it, ``False`` never.
 
     A ring allreduce of S bytes over N XPUs on a ring of latency L and bandwidth B takes
     2(N-1)(L + S/(N B)), and SimGrid says so::

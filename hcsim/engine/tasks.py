@@ -28,8 +28,15 @@ slower for narrow ones (each flow costs SimGrid three activities), so with
 ``tasks=True`` only vertices starting at least :data:`TASK_WAVE` flows at once take it;
 the others run exact. It is off while a :class:`~hcsim.engine.driver.FlowObserver`
 watches the driver (memoize): task flows do not pass through ``Driver.add_flow``.
-A vertex on the Task route has no flows-at-once limit (:data:`.exact.MAX_FLOWS_AT_ONCE`
-exists because of ``wait_any``).
+By default (``tasks=None``) every vertex starting at least :data:`TASK_WAVE` flows at
+once takes the Task route, within the exact engine's flows-at-once limit
+(:data:`.exact.MAX_FLOWS_AT_ONCE`): the limit was set for ``wait_any``, but past it
+SimGrid 4.1's max-min solver also aborts on its own precision (a 256-rank direct
+allreduce on the CXL system, 255 flows a link: "Cannot saturate more a constraint that
+has no active element"; raising ``precision/work-amount`` would also coarsen every
+link's capacity test, so hcsim does not). ``tasks=True`` lifts the limit (at your own
+risk of that abort, reported in one line); ``tasks=False`` keeps every vertex on the
+controller.
 """
 
 from __future__ import annotations
@@ -69,8 +76,8 @@ class _Graph:
 class TaskFlows:
     """Runs wide communication vertices on the Task plugin, the others with ``exact`` (see the module docstring)."""
 
-    def __init__(self, execution: Any, exact: Any) -> None:
-        self.execution, self.exact = execution, exact
+    def __init__(self, execution: Any, exact: Any, *, limited: bool = True) -> None:
+        self.execution, self.exact, self.limited = execution, exact, limited  # limited: keep the flows-at-once limit
         self.graphs: dict[int, _Graph] = {}  # vertex -> its tasks, for vertices on the Task route
         self._wide_plans: set[int] = set()  # id() of the plans of wide vertices
 
@@ -84,8 +91,14 @@ class TaskFlows:
         if fp.waits.count(0) < TASK_WAVE:
             self.exact.check_wave(data, fp)
             return fp
+        if self.limited:
+            self.exact.check_wave(data, fp)
         self._wide_plans.add(id(fp))
         return fp
+
+    def runs(self, fp: FlowPlan) -> bool:
+        """Whether this plan takes the Task route (the others are the exact strategy's)."""
+        return id(fp) in self._wide_plans
 
     def launch(self, v: int, k: int, now: float) -> None:
         x = self.execution
