@@ -116,8 +116,9 @@ class Execution:
         strategies: list[CommStrategy] = [exact]
         if memoize:
             from hcsim.engine.memoize import MemoizedRings
+            from hcsim.engine.rounds import MemoizedRounds
 
-            strategies.insert(0, MemoizedRings(self, exact))
+            strategies[:0] = [MemoizedRings(self, exact), MemoizedRounds(self, exact)]
         placed = self._place(all_hosts, placement, coherent)
         self.compute_plan: list[ComputePlan | None] = [None] * len(names)
         self.flow_plans: list[FlowPlan | None] = [None] * len(names)
