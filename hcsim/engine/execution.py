@@ -18,7 +18,8 @@ Several executions can thus share one simulation and really contend for links an
 A compute vertex becomes an ``Exec`` on its XPU (plus a ``Comm`` from its remote memory
 when its data is not local; see :mod:`.memory`). A communication vertex is run by a
 strategy (:mod:`.strategy`): flow by flow (:mod:`.collectives.exact`), or, with
-``memoize``, ring collectives step by step (:mod:`.memoize`, a fast path).
+``memoize``, ring collectives step by step (:mod:`.memoize`) and every other collective
+round by round (:mod:`.rounds`): fast paths.
 """
 
 from __future__ import annotations
