@@ -135,3 +135,12 @@ def test_a_read_waiting_for_one_of_several_writes_is_not_aligned():
         src=["a", "b", "m"], dst=["m", "m", "c"], size=[1, 1, 1], waits=[0, 0, 1], releases=[[2], [], []], steps=0
     )
     assert not aligned(fp, plan_rounds(fp))
+
+
+def test_a_round_wider_than_the_limit_is_refused_in_one_line(paper_system, monkeypatch):
+    from hcsim.errors import HcsimError
+
+    topology, path = paper_system("cxl", 16)
+    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", "100")  # direct all-to-all over 16 ranks: 240 flows in one round
+    with pytest.raises(HcsimError, match=r"240 flows in one round.*HCSIM_MAX_FLOWS_AT_ONCE"):
+        simulate(path, _one(topology.xpus(), "alltoall", "direct", MiB), 1, memoize=True)
