@@ -18,9 +18,9 @@ the next round starts when the last one has ended.
 route's links as (bandwidth, latency, sharing policy, how many of the round's flows
 cross that link)). Two rounds with one signature are the same max-min problem up to
 renaming links whenever no two of their flows' bottlenecks are coupled differently
-through links the signature does not tell apart (true of every round of the library's
-algorithms on the paper systems and the fat trees: checked against the exact engine by
-``tests/test_memoize_collectives.py``, not proven in general).
+through links the signature does not tell apart: not proven in general, held against
+the exact engine for every algorithm of the library on the configurations of
+``tests/test_memoize_collectives.py`` (paper systems, a fat tree, the sweeps' extremes).
 
 **Skipping.** A round is *quiet* if, from its start to its end, no flow but its own
 crossed its links (none in flight when it started, none starting or ending meanwhile):
@@ -33,6 +33,18 @@ one driver timer at start + d. Leaving it out of SimGrid changes no other flow's
 bytes the skip had not yet moved (the round is taken to move bytes at a constant
 rate), and the round ends with them.
 
+**Plans run whole.** Round barriers are used only where they cannot hold a rank back
+(:func:`aligned`: a rank waits anyway for everything sent to it in the round before;
+*even*: every round but the last has one signature entry for all its flows, so none
+ends early). Any other plan (NCCL's pipelined double binary tree, binary trees across
+racks, pairwise all-to-all across servers, the shared-memory allreduce, ...) runs flow
+by flow through the exact strategy, and is memoized *whole*: a run that was alone on
+its links from start to end leaves its timeline (each flow's start and end); a later
+execution of the same plan (kind, algorithm, scope, bytes) starting on quiet links is
+skipped with one timer. If a flow starts on its links meanwhile, the timeline is
+replayed up to now: flows that had ended are done, flows under way are launched with
+the bytes the timeline had not moved (constant rate per flow), and the rest runs exact.
+
 **The latency-bound case.** A skipped round costs one timer whatever its flows'
 latency: nothing is materialised flow by flow, so a latency-bound round that repeats
 (100-200 us per hop) costs the same as a bandwidth-bound one.
@@ -42,12 +54,18 @@ What is exact and what is approximated (numbers in ``docs/fast-paths.md``):
 * exact: a skipped round takes the measured duration of a round with its signature that
   ran alone; SimGrid is deterministic, so that is the time it would take alone again;
   rounds that meet other traffic run in SimGrid, flow by flow;
-* approximated: (1) round synchronisation: the exact engine starts a flow as soon as
-  the flows it waits for have ended, not when its whole round has; ranks drift apart
-  by amounts a round-synchronous run does not have (a pipelined tree lets a fast
-  branch run ahead); (2) an interrupted skip splits each flow's bytes by the elapsed
-  fraction of the round and pays each flow's latency again; (3) the signature is a
-  strong hash of the max-min problem, not a canonical form of it.
+* approximated: (1) round synchronisation, where the plan is aligned and even: the
+  exact engine starts a flow as soon as the flows it waits for have ended; in such a
+  plan they all end together when alone (one signature entry), so the barrier costs
+  nothing alone, but with foreign traffic flows of a round can end apart and the
+  barrier holds the early ones' successors back; (2) an interrupted skip (round or
+  whole plan) splits each flow's bytes by a constant rate and pays its latency again;
+  (3) a round signature is a strong hash of the max-min problem, not a canonical form
+  of it (a whole plan's key is exact: the same flows on the same links).
+
+The exact engine's refusal of a vertex starting more than ``max_flows_at_once`` flows
+is kept (a round that wide would be that many flows in SimGrid at once): memoized
+rounds do not lift it for ``direct`` or ``cxl_shared_memory`` at 256+ XPUs.
 
 Like :class:`~hcsim.engine.memoize.MemoizedRings` it observes the driver
 (:class:`~hcsim.engine.driver.FlowObserver`): every flow started through the driver,
@@ -63,7 +81,7 @@ from hcsim.engine.exact import max_flows_at_once
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 from hcsim.errors import HcsimError
 
-__all__ = ["MemoizedRounds", "RoundRun", "aligned", "plan_rounds"]
+__all__ = ["MemoizedRounds", "RoundRun", "WholeRun", "aligned", "plan_rounds"]
 
 EPS = 1e-9
 
@@ -133,10 +151,11 @@ def aligned(fp: FlowPlan, rounds: list[tuple[int, ...]]) -> bool:
 class RoundRun(VertexRun):
     """A communication vertex execution run round by round."""
 
-    __slots__ = ("rounds", "index", "left", "round_start", "quiet", "skip", "fraction")
+    __slots__ = ("rounds", "index", "left", "round_start", "quiet", "skip", "fraction", "own")
 
     def __init__(self, v: int, k: int, start: float, rounds: Any) -> None:
         super().__init__(v, k, start, 0)
+        self.own = self  # the run its flows' keys name
         self.rounds = rounds  # the vertex's _Rounds
         self.index = -1  # the round in progress
         self.left = 0  # flows of the round still in SimGrid
@@ -144,6 +163,20 @@ class RoundRun(VertexRun):
         self.quiet = False  # the round in SimGrid has been alone on its links so far (and is whole)
         self.skip: tuple[float, float, int] | None = None  # (since, duration, timer handle) while skipped
         self.fraction = 1.0  # of each flow's bytes launched in this round (< 1 after an interrupted skip)
+
+
+class WholeRun(VertexRun):
+    """A plan run whole: by the exact strategy (measured when alone), or skipped with its measured timeline."""
+
+    __slots__ = ("own", "quiet", "skip", "links", "key", "ends")
+
+    def __init__(self, v: int, k: int, start: float, links: frozenset[str], key: Any) -> None:
+        super().__init__(v, k, start, 0)
+        self.own: Any = None  # the exact strategy's run of it
+        self.quiet = False
+        self.skip: tuple[float, float, int] | None = None
+        self.links, self.key = links, key
+        self.ends: dict[int, float] | None = None  # flow -> when it ended, while measured
 
 
 class _Rounds:
@@ -173,6 +206,10 @@ class MemoizedRounds:
         self.claims: dict[str, list[RoundRun]] = {}  # link -> runs whose current round (real or skipped) crosses it
         self.inflight: dict[Any, frozenset[str]] = {}
         self.per_vertex: dict[int, _Rounds] = {}
+        self.whole_of: dict[int, tuple[Any, frozenset[str]]] = {}  # vertex -> (plan key, links) of a plan run whole
+        self.whole_runs: dict[int, WholeRun] = {}  # vertex -> its execution run whole, in progress
+        # plan key -> (duration, each entry's start and end after the plan's start) of a run alone on the network
+        self.timelines: dict[Any, tuple[float, list[float], list[float]]] = {}
         self.rounds_of: dict[int, list[tuple[int, ...]]] = {}
         execution.driver.observe(self)
 
@@ -195,32 +232,122 @@ class MemoizedRounds:
         return fp
 
     def launch(self, v: int, k: int, now: float) -> None:
-        if self.rounds_of[id(self.execution.flow_plans[v])] is None:
-            self.exact.launch(v, k, now)
-            return
-        rounds = self.per_vertex.get(v)
-        if rounds is None:
-            rounds = self.per_vertex[v] = self._prepare(v)
-        if not rounds.even:
-            self.exact.launch(v, k, now)
-            return
-        r = RoundRun(v, k, now, rounds)
-        self._next_round(r, now)
+        if self.rounds_of[id(self.execution.flow_plans[v])] is not None:
+            rounds = self.per_vertex.get(v)
+            if rounds is None:
+                rounds = self.per_vertex[v] = self._prepare(v)
+            if rounds.even:
+                self._next_round(RoundRun(v, k, now, rounds), now)
+                return
+        self._launch_whole(v, k, now)
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         r = key[2]
-        if r.__class__ is not RoundRun:  # a plan run by the exact strategy
+        if r.__class__ is not RoundRun:  # a plan run whole, by the exact strategy
+            w = self.whole_runs.get(r.v)
+            if w is not None and w.ends is not None:
+                w.ends[key[3]] = now
             self.exact.complete(act, key, now)
+            if w is not None and self.whole_runs.get(r.v) is w and not r.pending:
+                self._whole_done(w, now)
             return
         r.left -= 1
         if not r.left:
             self._round_done(r, now)
 
     def timer(self, key: tuple, now: float) -> None:
-        """A skipped round has ended (an interrupted skip's timer is cancelled)."""
+        """A skipped round or whole plan has ended (an interrupted skip's timer is cancelled)."""
         r = key[1]
         r.skip = None
+        if r.__class__ is WholeRun:
+            self._whole_done(r, now)
+            self.execution.finish(r, now)
+            return
         self._round_done(r, now)
+
+    # ------------------------------------------------------------------ plans run whole
+    def _launch_whole(self, v: int, k: int, now: float) -> None:
+        """A plan that is not run round by round: skipped whole if it ran alone before and its links are quiet."""
+        x = self.execution
+        fp = x.flow_plans[v]
+        if not fp.flows:
+            self.exact.launch(v, k, now)
+            return
+        old = self.whole_runs.get(v)
+        if old is not None and old.own is not None and not old.own.pending:  # its last flow is being handed back
+            self._whole_done(old, now)
+        info = self.whole_of.get(v)
+        if info is None:
+            d = x.data[v]
+            key = (d["kind"], d["algorithm"], tuple(d["scope"]), d["bytes"], d.get("group"))
+            src, dst = x.flow_hosts[v]
+            links = frozenset().union(*(self._route(src[f], dst[f])[0] for f in range(len(fp)) if fp.size[f]))
+            info = self.whole_of[v] = (key, links)
+        key, links = info
+        w = WholeRun(v, k, now, links, key)
+        busy = self._busy(w, links)
+        self.whole_runs[v] = w
+        timeline = self.timelines.get(key)
+        if timeline is not None and not busy:
+            self._claim(w, links)
+            handle = x.driver.add_timer(now + timeline[0], (self, w))
+            w.skip = (now, timeline[0], handle)
+            x.result.memoized_flows += fp.flows
+            return
+        w.quiet, w.ends = not busy, {}
+        w.own = self.exact.launch(v, k, now)  # its first flows start before it claims its links: they are its own
+        self._claim(w, links)
+
+    def _whole_done(self, w: WholeRun, now: float) -> None:
+        """The plan's execution is over: release its links; if it ran alone, keep its timeline."""
+        self._release(w, w.links)
+        del self.whole_runs[w.v]
+        if w.quiet and w.ends is not None and w.key not in self.timelines:
+            fp = self.execution.flow_plans[w.v]
+            starts, ends = [0.0] * len(fp), [0.0] * len(fp)
+            waits = list(fp.waits)
+            stack = [f for f in range(len(fp)) if not waits[f]]
+            while stack:  # entries in dependency order: a flow starts when the last it waits for has ended
+                f = stack.pop()
+                ends[f] = w.ends[f] - w.start if fp.size[f] else starts[f]
+                for g in fp.releases[f]:
+                    starts[g] = max(starts[g], ends[f])
+                    waits[g] -= 1
+                    if not waits[g]:
+                        stack.append(g)
+            self.timelines[w.key] = (now - w.start, starts, ends)
+
+    def _interrupt_whole(self, w: WholeRun, now: float) -> None:
+        """A flow starts on a skipped plan's links: replay its timeline up to now, then run the rest exact.
+
+        Entries that had ended by now are done; flows under way get the fraction of their bytes the
+        timeline had not moved yet (a constant rate over each flow); the rest wait for their flows as usual.
+        """
+        since, _, handle = w.skip  # type: ignore[misc]
+        x = self.execution
+        x.driver.cancel_timer(handle)
+        w.skip, w.quiet, w.ends = None, False, None
+        fp = x.flow_plans[w.v]
+        _, starts, ends = self.timelines[w.key]
+        t = now - since
+        done = [end <= t for end in ends]
+        waits = [0] * len(fp)
+        for f, out in enumerate(fp.releases):
+            if not done[f]:
+                for g in out:
+                    waits[g] += 1
+        run = VertexRun(w.v, w.k, w.start, done.count(False), waits)
+        w.own = run
+        src, dst = x.flow_hosts[w.v]
+        launched = [f for f in range(len(fp)) if not done[f] and not waits[f] and fp.size[f]]
+        left = sum(1 for f in range(len(fp)) if not done[f] and fp.size[f])
+        x.result.memoized_flows -= left
+        x.result.activities += left
+        for f in launched:
+            span = ends[f] - starts[f]
+            fraction = (ends[f] - t) / span if span > 0 else 1.0
+            nbytes = max(1, int(round(fp.size[f] * min(1.0, fraction))))
+            x.flow(src[f], dst[f], nbytes, (x, COMM, run, f), now)
 
     # ------------------------------------------------------------------ observing the network
     def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
@@ -234,9 +361,12 @@ class MemoizedRounds:
             held = claims.get(link)
             if held:
                 for r in list(held):
-                    if r is not owner:
+                    if r.own is not owner:
                         if r.skip is not None:
-                            self._interrupt(r, now)
+                            if r.__class__ is WholeRun:
+                                self._interrupt_whole(r, now)
+                            else:
+                                self._interrupt(r, now)
                         r.quiet = False
 
     def flow_ended(self, act: Any, key: Any, now: float) -> None:
@@ -248,7 +378,7 @@ class MemoizedRounds:
             held = claims.get(link)
             if held:
                 for r in held:
-                    if r is not owner:
+                    if r.own is not owner:
                         r.quiet = False
 
     # ------------------------------------------------------------------ rounds
