@@ -69,7 +69,8 @@ rounds do not lift it for ``direct`` or ``cxl_shared_memory`` at 256+ XPUs.
 
 Like :class:`~hcsim.engine.memoize.MemoizedRings` it observes the driver
 (:class:`~hcsim.engine.driver.FlowObserver`): every flow started through the driver,
-of this execution or any other sharing it, counts as traffic.
+of this execution or any other sharing it, counts as traffic, from the moment the
+execution is created (a cluster job's flows already in flight then are not seen).
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ class MemoizedRounds:
         # plan key -> (duration, each entry's start and end after the plan's start) of a run alone on the network
         self.timelines: dict[Any, tuple[float, list[float], list[float]]] = {}
         self.rounds_of: dict[int, list[tuple[int, ...]]] = {}
-        execution.driver.observe(self)
+        self.observing = False  # observes the driver once it has a vertex to run (runs of rings only pay nothing)
 
     # ------------------------------------------------------------------ the strategy protocol
     def handles(self, data: dict[str, Any]) -> bool:
@@ -219,6 +220,9 @@ class MemoizedRounds:
 
     def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
         fp = build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
+        if not self.observing:
+            self.execution.driver.observe(self)
+            self.observing = True
         rounds = plan_rounds(fp)
         widest = max((len(r) for r in rounds), default=0)
         limit = max_flows_at_once()
@@ -370,7 +374,9 @@ class MemoizedRounds:
                         r.quiet = False
 
     def flow_ended(self, act: Any, key: Any, now: float) -> None:
-        links = self.inflight.pop(act)
+        links = self.inflight.pop(act, None)
+        if links is None:  # started before this execution observed the driver (another job of a cluster)
+            return
         load, claims = self.load, self.claims
         owner = key[2]
         for link in links:
