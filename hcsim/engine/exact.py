@@ -75,7 +75,7 @@ class ExactFlows:
                 "HCSIM_MAX_FLOWS_AT_ONCE)"
             )
 
-    def launch(self, v: int, k: int, now: float) -> None:
+    def launch(self, v: int, k: int, now: float) -> VertexRun:
         x = self.execution
         fp = x.flow_plans[v]
         src, dst = x.flow_hosts[v]
@@ -89,6 +89,7 @@ class ExactFlows:
                     self._join(run, f, now)
         if not run.pending:
             x.finish(run, now)
+        return run  # for a strategy that delegates to this one and watches the run (rounds.py)
 
     def _join(self, run: VertexRun, f: int, now: float) -> None:
         """Join ``f`` is reached: count it done and release what waits for it (joins in turn, without recursion)."""

@@ -18,7 +18,8 @@ Several executions can thus share one simulation and really contend for links an
 A compute vertex becomes an ``Exec`` on its XPU (plus a ``Comm`` from its remote memory
 when its data is not local; see :mod:`.memory`). A communication vertex is run by a
 strategy (:mod:`.strategy`): flow by flow (:mod:`.collectives.exact`), or, with
-``memoize``, ring collectives step by step (:mod:`.memoize`, a fast path).
+``memoize``, ring collectives step by step (:mod:`.memoize`) and every other collective
+round by round (:mod:`.rounds`): fast paths.
 """
 
 from __future__ import annotations
@@ -126,8 +127,9 @@ class Execution:
             strategies = [TaskFlows(self, exact, limited=tasks is None)]
         if memoize:
             from hcsim.engine.memoize import MemoizedRings
+            from hcsim.engine.rounds import MemoizedRounds
 
-            strategies.insert(0, MemoizedRings(self, exact))
+            strategies[:0] = [MemoizedRings(self, exact), MemoizedRounds(self, exact)]
         placed = self._place(all_hosts, placement, coherent)
         self.compute_plan: list[ComputePlan | None] = [None] * len(names)
         self.flow_plans: list[FlowPlan | None] = [None] * len(names)

@@ -2,15 +2,21 @@
 
 An :class:`~hcsim.engine.execution.Execution` decides *when* a vertex execution starts
 and what it releases when it ends; a :class:`CommStrategy` decides *how* a
-communication vertex execution becomes SimGrid activities. Two strategies exist:
+communication vertex execution becomes SimGrid activities. Three strategies exist:
 
 * :class:`hcsim.engine.exact.ExactFlows` (the exact path): every flow of the
   vertex's :class:`~hcsim.collectives.plans.FlowPlan` is a SimGrid flow, started
   when the flows it waits for have completed;
 * :class:`hcsim.engine.memoize.MemoizedRings` (a fast path, ``memoize=True``): a ring
   collective runs step by step, and steps that would repeat on an unchanged network are
-  skipped or kept out of SimGrid. Its contract (what it approximates, the measured
-  bound, the test that holds it) is in ``docs/fast-paths.md``.
+  skipped or kept out of SimGrid;
+* :class:`hcsim.engine.rounds.MemoizedRounds` (the same switch): every other
+  collective runs round by round (its plan's dependency levels), and a round measured
+  alone on its links is skipped when it repeats on quiet links; plans where round
+  barriers could hold a rank back are handed to the exact strategy.
+
+The fast paths' contract (what they approximate, the measured bounds, the tests that
+hold them) is in ``docs/fast-paths.md``.
 
 A strategy starts flows with :meth:`Execution.flow` (keys tagged ``COMM``), is handed
 each of them back when it completes, may set driver timers whose key starts with
