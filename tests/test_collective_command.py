@@ -141,7 +141,7 @@ def test_platform_file_and_ranks(capsys, tmp_path):
     assert row["time_us"] * 1e-6 == pytest.approx(2 * 3 * (3e-6 + 256 / 128e9), rel=1e-9)
 
 
-def test_fast_folds_the_rings_within_one_percent_and_says_what_ran_exact(capsys):
+def test_fast_paths_within_one_percent_and_the_note_says_what_ran_exact(capsys):
     argv = ["--system", "cxl", "--xpus", "64", "--algorithm", "ring,coherent_ring,halving_doubling", "--sizes"]
     code, out, _ = run(capsys, *argv, "1KiB,64MiB", "--json")
     assert code == 0
@@ -150,12 +150,13 @@ def test_fast_folds_the_rings_within_one_percent_and_says_what_ran_exact(capsys)
     assert code == 0
     doc = json.loads(out)
     fast = {(r["algorithm"], r["size_bytes"]): r for r in doc["rows"]}
-    assert {k: r["exact"] for k, r in fast.items()} == {k: k[0] == "halving_doubling" for k in exact}
+    assert not any(r["exact"] for r in fast.values())
     for k, r in fast.items():
         assert r["time_us"] == pytest.approx(exact[k]["time_us"], rel=0.01)
-        if k[0] != "halving_doubling":
-            assert r["activities"] < exact[k]["activities"]  # it really took the shortcut
-    assert any("exact for halving_doubling" in n for n in doc["notes"])
+        assert r["activities"] < exact[k]["activities"]  # it really took the shortcut (folded or rounds skipped)
+    code, out, _ = run(capsys, *argv, "1KiB", "--json", "--fast", "--ranks", "32")
+    doc = json.loads(out)
+    assert all(r["exact"] for r in doc["rows"]) and any("--fast: exact for" in n for n in doc["notes"])
 
 
 def test_with_all_an_algorithm_the_engine_refuses_is_a_note(capsys, monkeypatch):
@@ -180,3 +181,15 @@ def test_run_takes_the_allreduce_algorithm_of_the_data_parallel_workloads(capsys
     code, out, _ = run(capsys, *system, "--algorithm", name, "--sizes", "64MiB", "--json")
     assert code == 0
     assert ran["makespan_s"] * 1e6 == pytest.approx(json.loads(out)["rows"][0]["time_us"], rel=1e-12)
+
+
+def test_run_fast_memoizes_a_non_ring_allreduce_within_one_percent(capsys):
+    """`hcsim run --fast --algorithm hierarchical` runs the rounds fast path (no fold: only rings stand for groups)."""
+    base = ["run", "--system", "cxl", "--xpus", "64", "--workload", "allreduce", "--bytes", "64MiB",
+            "--algorithm", "hierarchical", "--iterations", "2", "--json"]  # fmt: skip
+    assert main(base) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert main([*base, "--fast"]) == 0
+    fast = json.loads(capsys.readouterr().out)
+    assert fast["makespan_s"] == pytest.approx(exact["makespan_s"], rel=0.01)
+    assert fast["xpus"] == 64 and fast["memoized_flows"] > 0

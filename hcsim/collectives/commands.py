@@ -157,8 +157,8 @@ def _cmd_collective(args: argparse.Namespace) -> int:
             slow = [name for name in chosen if name not in fast]
             if slow:
                 notes.append(
-                    f"--fast: exact for {', '.join(slow)} (fold + memoize need a ring algorithm over all XPUs "
-                    "of --system cxl|noncoherent)"
+                    f"--fast: exact for {', '.join(slow)} (the fast paths need --system and every XPU: "
+                    "--ranks below the XPU count, or --platform, runs exact)"
                 )
         rows = []
         for name in list(chosen):
@@ -243,6 +243,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--fast",
         action="store_true",
-        help="fold and memoize the ring algorithms over all XPUs of --system cxl|noncoherent (within 1%% of exact)",
+        help="with --system and every XPU: fold and memoize rings, memoize other algorithms by rounds (within 1%% of "
+        "exact)",
     )
     c.set_defaults(func=_cmd_collective)

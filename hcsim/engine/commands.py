@@ -139,20 +139,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"--fast applies to data-parallel workloads, not {args.workload or args.model!r} "
                 f"(valid: {', '.join(DATA_PARALLEL)})"
             )
+        fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
         if args.fast and args.algorithm is not None:
             from hcsim.collectives import algorithm
 
-            if not algorithm("allreduce", args.algorithm).ring:
-                raise HcsimError(
-                    f"--fast folds and memoizes ring allreduces only, and --algorithm {args.algorithm!r} is not one "
-                    "(valid: drop --fast to run it exactly, or a ring algorithm such as ring or coherent_ring)"
-                )
+            fold = None if algorithm("allreduce", args.algorithm).ring else False
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         with warnings.catch_warnings():  # a refused fold is said once, as a note (below)
             warnings.simplefilter("ignore", FoldRefused)
             result = simulate_system(
-                topo, workload, args.iterations, coherent=coherent, fast=args.fast, repeat=args.repeat or args.fast
+                topo,
+                workload,
+                args.iterations,
+                coherent=coherent,
+                fast=args.fast,
+                fold=fold,
+                repeat=args.repeat or args.fast,
             )
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"

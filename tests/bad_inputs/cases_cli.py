@@ -19,9 +19,4 @@ CASES = [
         "run --system cxl --xpus 16 --workload fig3 --algorithm ring --iterations 1",
         "--algorithm applies to the llama2-13b and allreduce workloads",
     ),
-    case(
-        "run-fast-with-a-non-ring-algorithm",
-        "run --system cxl --xpus 64 --workload allreduce --algorithm hierarchical --fast --iterations 1",
-        "--fast folds and memoizes ring allreduces only",
-    ),
 ]
