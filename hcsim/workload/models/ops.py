@@ -1,0 +1,292 @@
+"""Per-operator FLOPs, memory traffic, parameters and activations of a transformer.
+
+One block, the input embedding and the head are lists of :class:`Operator` for ``t``
+tokens on one tensor-parallel (TP) rank (Megatron split: Q/K/V and gate/up by columns,
+out and down by rows, heads split across ranks, vocabulary-parallel embedding and head;
+norms, residual adds and the router are replicated). ``b`` is the bytes per value of
+the model's precision; ``h`` hidden, ``q = heads·d`` and ``kv = kv_heads·d`` the query
+and key/value widths, ``I`` the MLP width, ``c`` the attention context, ``tp`` the TP
+degree (KV heads are replicated when ``tp > kv_heads``: ``kv_r = max(kv_heads/tp, 1)·d``).
+
+**GEMM** ``[m x k] @ [k x n]`` (every linear): forward ``2mnk`` FLOPs, backward ``4mnk``
+(input gradient and weight gradient, ``2mnk`` each). Bytes: forward reads the weight and
+the input and writes the output, ``b(kn + mk + mn)``; backward reads the weight, the
+input and the output gradient and writes the input and weight gradients,
+``2b(kn + mk + mn)``.
+
+* ``attn.qkv``: ``m = t``, ``k = h``, ``n = (q + 2·kv)/tp``; ``attn.out``: ``k = q/tp``, ``n = h``;
+* ``mlp.up``: ``n = 2I/tp`` gated (gate and up fused, as Table 4's "Linear (up)") or ``I/tp``;
+  ``mlp.down``: ``k = I/tp``, ``n = h``;
+* ``head.lm``: ``n = ceil(V/tp)``.
+
+**Attention core** (``attn.core``, FlashAttention-style: the ``c x c`` scores stay on
+chip): ``QK^T`` and ``AV`` are ``2·t·c·d`` FLOPs per head each, so forward
+``4·t·c·q/tp`` and backward twice that. The full square is counted (no causal halving),
+as Table 4 and the ``6N + 12·L·s·h`` rule do. Bytes: train/prefill read Q, K, V and
+write O, ``b·t·(2q/tp + 2kv_r)``. **Decode** (``t = batch``
+new tokens, ``c`` = KV length): the same FLOPs with ``t = b``, and the KV cache is read:
+``2·t·c·kv_r·b`` bytes (:attr:`Operator.kv_cache_bytes`), plus Q, O and the new K, V.
+Summed over the blocks at ``tp = 1`` that is ``2·L·kv_heads·d·c·batch·b``.
+
+**Memory-bound operators** (norms, residual adds, activations, the loss): FLOPs per
+element 4 (norm), 1 (add), 4 (activation: SiLU·mul or GELU), 5 (softmax cross-entropy);
+bytes are reads plus writes: norm ``2·t·h·b``, add ``3·t·h·b``, gated activation
+``3·t·I/tp·b`` (GELU ``2·t·I/tp·b``). Backward: twice the forward FLOPs and bytes.
+
+**MoE** (``moe.router``, ``moe.experts``): the router is a GEMM ``t x h x E`` (replicated).
+With balanced routing every expert-parallel (EP) rank processes ``t·top_k``
+token-expert pairs (each of ``ep`` ranks sends ``t·top_k`` pairs, spread over ``ep``
+ranks), so the experts' FLOPs are ``2·t·top_k·mats·h·I_e/tp`` forward (``mats`` 3 gated,
+2 GELU) whatever ``ep``; their weights are ``E/ep`` experts per rank, of which a step
+touches ``E/ep·(1 - (1 - top_k/E)^(t·ep))`` in expectation (uniform routing: all of them
+once tokens are many; few in a small decode batch).
+
+**Embedding** (vocabulary-parallel): no FLOPs forward; reads ``t`` rows and writes the
+output, ``2·t·h·b`` bytes; backward scatters the gradient (``t·h`` FLOPs).
+
+**Activations kept for the backward pass** (train only): the input of every GEMM, norm
+and activation; Q, K, V, O and the softmax statistics (4 bytes per head and token) for
+the attention core; 0 for inference phases (whose backward FLOPs and bytes are 0 too).
+
+Biases (GPT-style) are counted in parameters and weight bytes, not in FLOPs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hcsim.errors import HcsimError
+from hcsim.workload.models.spec import TransformerSpec
+
+__all__ = [
+    "Operator",
+    "PHASES",
+    "block_operators",
+    "embedding_operators",
+    "head_operators",
+    "check_layout",
+    "kv_heads_per_rank",
+]
+
+PHASES = ("train", "prefill", "decode")
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One operator of a block on one TP rank: FLOPs and bytes per pass, parameters, saved activations."""
+
+    name: str  # e.g. "attn.qkv", "attn.core", "attn.out", "mlp.up", "moe.router", "moe.experts", "norm1"
+    kind: str  # "linear" | "attention" | "norm" | "elementwise" | "embedding" | "router" | "experts"
+    fwd_flops: float  # per TP rank
+    bwd_flops: float
+    fwd_bytes: float  # memory traffic (reads + writes) per TP rank
+    bwd_bytes: float
+    params: int  # parameters held per TP rank (per EP rank for experts)
+    activation_bytes: float  # kept for the backward pass, per TP rank
+    kv_cache_bytes: float = 0.0  # decode: the part of fwd_bytes that reads the KV cache
+    weight_bytes: float = 0.0  # the part of fwd_bytes that reads weights
+
+
+def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
+    """One-line :class:`HcsimError` when ``spec`` cannot be split ``tp`` ways (and ``ep`` for experts)."""
+    for what, value in (("tp", tp), ("ep", ep)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise HcsimError(f"{what} {value!r} is invalid (valid: an integer >= 1)")
+    if spec.heads % tp:
+        raise HcsimError(f"tp {tp} does not divide the {spec.heads} attention heads of {spec.name}")
+    if spec.kv_heads % tp and tp % spec.kv_heads:
+        raise HcsimError(
+            f"tp {tp} and the {spec.kv_heads} KV heads of {spec.name} do not divide each other "
+            "(valid: tp divides kv_heads, or kv_heads divides tp and KV heads are replicated)"
+        )
+    if spec.intermediate % tp and not (spec.is_moe and spec.moe_every == 1):
+        raise HcsimError(f"tp {tp} does not divide the MLP width {spec.intermediate} of {spec.name}")
+    if spec.is_moe:
+        if spec.expert_intermediate % tp:
+            raise HcsimError(f"tp {tp} does not divide the expert width {spec.expert_intermediate} of {spec.name}")
+        if spec.experts % ep:
+            raise HcsimError(f"ep {ep} does not divide the {spec.experts} experts of {spec.name}")
+    elif ep != 1:
+        raise HcsimError(f"ep {ep} needs a mixture-of-experts model; {spec.name} is dense (valid: ep 1)")
+
+
+def kv_heads_per_rank(spec: TransformerSpec, tp: int) -> int:
+    """KV heads each TP rank holds (replicated when tp > kv_heads)."""
+    return max(spec.kv_heads // tp, 1)
+
+
+def _linear(name: str, m: float, k: int, n: int, b: int, params: int, train: bool, *, kind: str = "linear") -> Operator:
+    fwd_bytes = b * (k * n + m * k + m * n)
+    return Operator(
+        name,
+        kind,
+        2.0 * m * n * k,
+        4.0 * m * n * k if train else 0.0,
+        float(fwd_bytes),
+        2.0 * fwd_bytes if train else 0.0,
+        params,
+        float(b * m * k) if train else 0.0,
+        weight_bytes=float(b * k * n),
+    )
+
+
+def _memory_bound(name: str, kind: str, flops: float, nbytes: float, params: int, saved: float, train: bool):
+    return Operator(
+        name,
+        kind,
+        flops,
+        2.0 * flops if train else 0.0,
+        nbytes,
+        2.0 * nbytes if train else 0.0,
+        params,
+        saved if train else 0.0,
+    )
+
+
+def _check_phase(spec: TransformerSpec, tokens: int, phase: str, context: int | None) -> int:
+    if phase not in PHASES:
+        raise HcsimError(f"phase {phase!r} is unknown (valid: {', '.join(PHASES)})")
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+        raise HcsimError(f"tokens {tokens!r} is invalid (valid: an integer >= 1)")
+    if context is None:
+        if phase == "decode":
+            raise HcsimError("a decode step needs context (the KV-cache length)")
+        return min(spec.sequence, tokens)
+    if isinstance(context, bool) or not isinstance(context, int) or context < 1:
+        raise HcsimError(f"context {context!r} is invalid (valid: an integer >= 1)")
+    return context
+
+
+def block_operators(
+    spec: TransformerSpec,
+    tokens: int,
+    *,
+    tp: int = 1,
+    ep: int = 1,
+    layer: int = 0,
+    context: int | None = None,
+    phase: str = "train",
+) -> list[Operator]:
+    """One transformer block for ``tokens`` tokens on one TP rank (see the module docstring).
+
+    ``layer`` picks a dense or MoE block (``moe_every``); ``phase`` "train", "prefill" or
+    "decode" (decode: ``tokens`` = batch, ``context`` = KV length; train and prefill:
+    ``context`` = the sequence length each token attends over, default
+    ``min(spec.sequence, tokens)``).
+    """
+    check_layout(spec, tp, ep)
+    c = _check_phase(spec, tokens, phase, context)
+    train = phase == "train"
+    t, h, b, d = tokens, spec.hidden, spec.bytes_per_value, spec.head_dim
+    q = spec.q_dim // tp
+    kv = kv_heads_per_rank(spec, tp) * d
+    bias = spec.bias
+    norm_params = spec.norm_parameters()
+    ops = [_memory_bound("norm1", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train)]
+    ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train))
+    core_flops = 4.0 * t * c * q
+    if phase == "decode":
+        kv_read = 2.0 * t * c * kv * b
+        core_bytes = kv_read + b * t * (2 * q + 2 * kv)  # + read Q, write O, write the new K and V
+    else:
+        kv_read = 0.0
+        core_bytes = b * t * (2 * q + 2 * kv)
+    saved = b * t * (2 * q + 2 * kv) + 4.0 * t * (spec.heads // tp)
+    ops.append(
+        Operator(
+            "attn.core",
+            "attention",
+            core_flops,
+            2.0 * core_flops if train else 0.0,
+            core_bytes,
+            2.0 * core_bytes if train else 0.0,
+            0,
+            saved if train else 0.0,
+            kv_cache_bytes=kv_read,
+        )
+    )
+    ops.append(_linear("attn.out", t, q, h, b, q * h + (h if bias else 0), train))
+    ops.append(_memory_bound("add1", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train))
+    ops.append(_memory_bound("norm2", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train))
+    if spec.is_moe_layer(layer):
+        ops += _moe(spec, t, tp, ep, train)
+    else:
+        inner = spec.intermediate // tp
+        up = 2 * inner if spec.gated_mlp else inner
+        ops.append(_linear("mlp.up", t, h, up, b, h * up + (up if bias else 0), train))
+        act_bytes = (up + inner) * t * b
+        ops.append(_memory_bound("mlp.act", "elementwise", 4.0 * t * inner, act_bytes, 0, up * t * b, train))
+        ops.append(_linear("mlp.down", t, inner, h, b, inner * h + (h if bias else 0), train))
+    ops.append(_memory_bound("add2", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train))
+    return ops
+
+
+def touched_experts(spec: TransformerSpec, tokens: int, ep: int = 1) -> float:
+    """Experts per EP rank a step of ``tokens`` tokens per rank uses, in expectation (uniform routing)."""
+    per_rank = spec.experts // ep
+    return per_rank * (1.0 - (1.0 - spec.top_k / spec.experts) ** (tokens * ep))
+
+
+def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool) -> list[Operator]:
+    h, b, experts = spec.hidden, spec.bytes_per_value, spec.experts
+    router = _linear("moe.router", t, h, experts, b, h * experts, train, kind="router")
+    inner = spec.expert_intermediate // tp
+    up = 2 * inner if spec.gated_mlp else inner
+    pairs = t * spec.top_k  # token-expert pairs on this EP rank (balanced routing)
+    per_expert = h * up + inner * h + ((up + h) if spec.bias else 0)
+    held = (experts // ep) * per_expert
+    touched = touched_experts(spec, t, ep) if not train else experts // ep
+    weights = touched * per_expert * b
+    acts = pairs * b * (h + up + up + inner + inner + h)  # up: read x, write; act: read, write; down: read, write
+    flops = 2.0 * pairs * (h * up + inner * h) + 4.0 * pairs * inner
+    fwd_bytes = weights + acts
+    expert_op = Operator(
+        "moe.experts",
+        "experts",
+        flops,
+        2.0 * flops if train else 0.0,
+        fwd_bytes,
+        2.0 * fwd_bytes if train else 0.0,
+        held,
+        pairs * b * (h + up + inner) if train else 0.0,
+        weight_bytes=weights,
+    )
+    return [router, expert_op]
+
+
+def embedding_operators(spec: TransformerSpec, tokens: int, *, tp: int = 1, phase: str = "train") -> list[Operator]:
+    """The input embedding (vocabulary-parallel; learned positions added) for ``tokens`` tokens."""
+    check_layout(spec, tp)
+    _check_phase(spec, tokens, phase, 1)
+    train = phase == "train"
+    t, h, b = tokens, spec.hidden, spec.bytes_per_value
+    rows = math.ceil(spec.vocab / tp) + spec.position_embeddings
+    nbytes = 2.0 * t * h * b
+    return [
+        Operator(
+            "embedding",
+            "embedding",
+            0.0,
+            float(t * h) if train else 0.0,
+            nbytes,
+            2.0 * nbytes if train else 0.0,
+            rows * h,
+            0.0,
+        )
+    ]
+
+
+def head_operators(spec: TransformerSpec, tokens: int, *, tp: int = 1, phase: str = "train") -> list[Operator]:
+    """Final norm, LM head (vocabulary-parallel) and, in training, the softmax cross-entropy loss."""
+    check_layout(spec, tp)
+    _check_phase(spec, tokens, phase, 1)
+    train = phase == "train"
+    t, h, b = tokens, spec.hidden, spec.bytes_per_value
+    vocab = math.ceil(spec.vocab / tp)
+    norm = _memory_bound("head.norm", "norm", 4.0 * t * h, 2.0 * t * h * b, spec.norm_parameters(), t * h * b, train)
+    lm = _linear("head.lm", t, h, vocab, b, 0 if spec.tied_embeddings else h * vocab, train)
+    ops = [norm, lm]
+    if train:
+        ops.append(_memory_bound("head.loss", "elementwise", 5.0 * t * vocab, 2.0 * t * vocab * b, 0, 0.0, train))
+    return ops
