@@ -94,8 +94,10 @@ def training_graph(
     order_of = schedule(schedule_name)
     grid = RankGrid(layout, xpus, mapping, view)
     with _gc_paused():
-        builder = _Builder(spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence,
-                           order_of, zero, sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm)  # fmt: skip
+        builder = _Builder(
+            spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence, order_of, zero,
+            sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm,
+        )  # fmt: skip
         w = builder.build(name or f"{spec.name}-{layout}")
     dp = layout.dp
     w.graph.update(
@@ -219,7 +221,7 @@ class _Builder:
                     footprint = unit_state[unit] + unit_activation[unit] * kept
                 flops = part.bwd_flops if backward else part.fwd_flops
                 mem = part.bwd_bytes if backward else part.fwd_bytes
-                self._compute(vertex, xpu, flops, mem, footprint, block, check=check and t == 0, **attrs)
+                self._compute(vertex, xpu, flops, mem, footprint, block, check=check and t == 0, unit=unit, **attrs)
                 link(t, vertex)
                 last_compute[t] = vertex
 
@@ -256,9 +258,11 @@ class _Builder:
             pass_start = [len(c) for c in chains]
             for unit, cost, kind in reversed(units) if backward else units:
                 here = f"{pas}{mb}.{unit}"
-                attrs = {"phase": pas, "mb": mb, "unit": unit}
+                attrs = {"phase": pas, "mb": mb}
                 unit_start = [len(c) for c in chains]
-                if kind == "embedding":
+                if kind == "embedding":  # its output is reduced (forward); with SP gathered back (backward)
+                    if backward:
+                        step_tp(f"{here}.pre", pre)
                     step_compute(here, cost, backward, unit, **attrs)
                     if not backward:
                         step_tp(f"{here}.post", post)
@@ -317,7 +321,9 @@ class _Builder:
                 for unit, cost, _ in self.units[p]:
                     groups = [("dp", cost.params, [list(range(lay.dp))])]
                     if isinstance(cost, UnitCost) and cost.expert_params:
-                        groups.append(("edp", cost.expert_params, [list(range(e, lay.dp, lay.ep)) for e in range(lay.ep)]))
+                        groups.append(
+                            ("edp", cost.expert_params, [list(range(e, lay.dp, lay.ep)) for e in range(lay.ep)])
+                        )
                     for label, params, replica_sets in groups:
                         for gi, replicas in enumerate(replica_sets):
                             if len(replicas) < 2 or params == 0:
@@ -344,4 +350,4 @@ class _Builder:
                                 stream.append(vertex)
                 # ZeRO-3 prefetch: one allgather at a time, forward units in order, then backward ones in reverse
                 stream = gathers_f + gathers_b[::-1]
-                self.edges.extend((u, v, False) for u, v in zip(stream, stream[1:]))
+                self.edges.extend((u, v, False) for u, v in zip(stream, stream[1:], strict=False))

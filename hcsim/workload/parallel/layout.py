@@ -87,7 +87,9 @@ class Layout:
                 "(valid: a layout whose product is the XPU count)"
             )
         if self.dp % self.ep:
-            raise HcsimError(f"layout {self}: ep={self.ep} does not divide dp={self.dp} (experts are spread over DP replicas)")
+            raise HcsimError(
+                f"layout {self}: ep={self.ep} does not divide dp={self.dp} (experts are spread over DP replicas)"
+            )
         if spec is None:
             return
         if spec.heads % self.tp:
@@ -148,7 +150,7 @@ class RankGrid:
         self._xpu: dict[tuple[int, int, int], str] = {}
         ranges = [range(sizes[name]) for name in reversed(order)]  # outermost first
         for i, coords in enumerate(itertools.product(*ranges)):
-            c = dict(zip(reversed(order), coords))
+            c = dict(zip(reversed(order), coords, strict=True))
             self._xpu[(c["dp"], c["pp"], c["tp"])] = ordered[i]
 
     def xpu(self, d: int, p: int, t: int) -> str:
