@@ -26,6 +26,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from hcsim.platform.commands import build_topology
     from hcsim.workload.named import DATA_PARALLEL, workload_by_name
 
+    if args.iterations is None:
+        if not args.model:
+            raise HcsimError("--iterations is required (valid: an integer >= 1)")
+        args.iterations = 1
     if isinstance(args.iterations, int) and args.iterations < 1:
         raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer >= 1)")
     for out in (args.trace, args.csv, args.links):
@@ -34,6 +38,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     def workload(ranks: list[str], group: int | None):  # noqa: ANN202 - a Workload
         return workload_by_name(args.workload, ranks, group, size=args.bytes, what="--bytes")
+
+    if args.model or args.workload is None:  # a transformer (issue 16): hcsim.workload.models.commands
+        from hcsim.workload.models.commands import model_workload
+
+        workload = model_workload(args)
 
     if args.platform:
         if args.system:
@@ -48,9 +57,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not args.system:
             raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent)")
         topo = build_topology(args)
-        if args.fast and args.workload not in DATA_PARALLEL:
+        if args.fast and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
-                f"--fast applies to data-parallel workloads, not {args.workload!r} (valid: {', '.join(DATA_PARALLEL)})"
+                f"--fast applies to data-parallel workloads, not {args.workload or args.model!r} "
+                f"(valid: {', '.join(DATA_PARALLEL)})"
             )
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         result = simulate_system(topo, workload, args.iterations, coherent=coherent, fast=args.fast)
@@ -80,11 +90,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--link-latency", help=argparse.SUPPRESS)
     r.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
     r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
-    r.add_argument(
-        "--workload", required=True, help=f"workload JSON file (Workload.to_json) or one of {', '.join(_WORKLOADS)}"
-    )
+    r.add_argument("--workload", help=f"workload JSON file (Workload.to_json) or one of {', '.join(_WORKLOADS)}")
+    from hcsim.workload.models.commands import add_run_options
+
+    add_run_options(r)  # --model NAME|config.json --inference --batch --context --tp --phase
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
-    r.add_argument("--iterations", type=int, required=True, help="iterations to run (>= 1)")
+    r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
     coh = r.add_mutually_exclusive_group()
     coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")
     coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")

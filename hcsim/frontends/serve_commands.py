@@ -28,7 +28,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from hcsim.frontends import batching as fb
     from hcsim.platform import builders, compile_platform
 
-    if args.gpu:
+    model = None
+    if args.model:  # a transformer on --system: tau[b] from the engine (hcsim.workload.models.commands)
+        from hcsim.workload.models.commands import check_serve_model
+
+        check_serve_model(args)
+        model, alpha, tau0, beta, c0 = args.model, 1.0, 0.0, math.nan, math.nan
+    elif args.gpu:
         fit = q.fit_linear(q.V100_RESNET50 if args.gpu == "v100" else q.P4_RESNET50)
         alpha, tau0, beta, c0 = fit.alpha, fit.tau0, fit.beta, fit.c0
     else:
@@ -52,17 +58,26 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         lam_server = args.rho / alpha
     else:
         lam_server = args.rate / args.servers
-    fb.check_stable(lam_server, alpha, tau0, m)
-    topo = builders.star(args.servers, "V100")
+    if model is None:
+        fb.check_stable(lam_server, alpha, tau0, m)
+        topo, servers = builders.star(args.servers, "V100"), None
+    else:
+        from hcsim.platform.commands import build_topology
+
+        topo = build_topology(args)
     with tempfile.TemporaryDirectory() as tmp:
         platform = os.path.join(tmp, "p.xml")
         compile_platform(topo, platform)
-        arrivals = fb.arrival_times("poisson", lam_server * args.servers, args.jobs, args.seed)
+        if model is None:
+            servers, batch_time = topo.xpus(), fb.linear_time(alpha, tau0)
+        else:
+            lam_server, servers, batch_time = _model_timing(args, platform, m)
+        arrivals = fb.arrival_times("poisson", lam_server * len(servers), args.jobs, args.seed)
         r = fb.serve(
             platform,
-            topo.xpus(),
+            servers,
             arrivals,
-            fb.linear_time(alpha, tau0),
+            batch_time,
             max_batch=m,
             max_delay=max_delay,
             dispatch=args.dispatch,
@@ -73,7 +88,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.out:
         fb.write_outputs(r, args.out, beta, c0)
     # the exact chain and the bound model no max delay, and one server's own Poisson stream
-    exact_model = max_delay is None and (args.dispatch == "random" or args.servers == 1)
+    exact_model = model is None and max_delay is None and (args.dispatch == "random" or args.servers == 1)
     exact = q.exact_finite(lam_server, alpha, tau0, m) if exact_model else None
     print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms (95% CI, batch means, {args.jobs} jobs)")
     print(f"p50              {np.percentile(r.latency, 50) * 1e3:.6g} ms")
@@ -89,6 +104,27 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_timing(args: argparse.Namespace, platform: str, max_batch: int):  # noqa: ANN202
+    """Per-server arrival rate, servers and tau[b] of ``serve --model``; prints the engine's table.
+
+    ``--rho`` is the load relative to a server's capacity, max over b <= M of b / tau[b].
+    """
+    from hcsim.workload.models.commands import serve_batch_time
+
+    table, servers = serve_batch_time(args, platform, max_batch)
+    capacity = max(b / t for b, t in table.items())
+    lam_server = args.rho * capacity if args.rho is not None else args.rate / len(servers)
+    if not lam_server < capacity:
+        raise HcsimError(
+            f"unstable: each server gets {lam_server:.6g} requests/s but serves at most {capacity:.6g} "
+            "(valid: --rho < 1, or a lower --rate)"
+        )
+    print(f"model            {args.model}: {len(servers)} server(s), a TP group each; tau[b] by the engine")
+    for b, t in table.items():
+        print(f"tau[{b}]{' ' * (12 - len(str(b)))}{t * 1e3:.6g} ms ({b / t:.4g} requests/s)")
+    return lam_server, servers, table.__getitem__
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``hcsim serve`` (alias ``queue``, its former name)."""
     qu = sub.add_parser(
@@ -97,6 +133,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     gpu = qu.add_mutually_exclusive_group(required=True)
     gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
     gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
+    from hcsim.workload.models.commands import add_serve_options
+
+    add_serve_options(qu, gpu)  # --model NAME --system cxl --xpus 8 --tp 8 --context 4096 --output-tokens 128
     qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
     load = qu.add_mutually_exclusive_group(required=True)
     load.add_argument("--rho", type=float, help="load per server, lambda * alpha")

@@ -198,7 +198,7 @@ PRESETS: dict[str, TransformerSpec] = {
     "llama3-70b": _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
     "llama3-405b": _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
     "mixtral-8x7b": _llama(
-        "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096, experts=8, top_k=2, expert_intermediate=14336
+        "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, top_k=2, expert_intermediate=14336
     ),
     "gpt3-175b": TransformerSpec(
         "gpt3-175b",
