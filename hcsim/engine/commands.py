@@ -41,8 +41,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.model or args.workload is None:  # a transformer (issue 16): hcsim.workload.models.commands
         from hcsim.workload.models.commands import model_workload
+        from hcsim.workload.parallel.commands import training_workload
 
-        workload = model_workload(args)
+        workload = training_workload(args) if args.model and not args.inference else model_workload(args)
 
     if args.platform:
         if args.system:
@@ -94,6 +95,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from hcsim.workload.models.commands import add_run_options
 
     add_run_options(r)  # --model NAME|config.json --inference --batch --context --tp --phase
+    from hcsim.workload.parallel.commands import add_training_options
+
+    add_training_options(r)  # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
     r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
     coh = r.add_mutually_exclusive_group()
