@@ -274,3 +274,29 @@ def test_every_option_together_runs_two_iterations(compiled, schedule):
     first, second = r.iteration_end[0], r.iteration_end[1] - r.iteration_end[0]
     assert second == pytest.approx(first, rel=0.05)
     assert len(r.trace) == 2 * w.number_of_nodes()
+
+
+def test_docs_example_runs():
+    """The Python example of docs/parallelism.md runs as written and prints a throughput."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "docs" / "parallelism.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root).stdout
+    assert re.fullmatch(r"\d+\.\d sequences/s\n", out)
+
+
+def test_cli_trains_a_model(capsys):
+    from hcsim.cli import main
+
+    argv = ["run", "--system", "cxl", "--xpus", "16", "--model", "llama3-8b", "--parallel", "tp=4,pp=2",
+            "--microbatches", "2", "--sequence", "1024", "--zero", "1", "--sequence-parallel", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    import json
+
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["xpus"] == 16 and summary["samples_per_s"] > 0
