@@ -92,7 +92,8 @@ def main() -> None:
         r = json.loads(out.strip().splitlines()[-1])
         rows.append(r)
         print(
-            f"{r['model']:14} {r['layout']:26} {r['xpus']:5} XPUs  wall {r['wall_s']:8.2f} s (CPU {r['cpu_s']:.2f} s, graph {r['build_s']:.2f} s,"
+            f"{r['model']:14} {r['layout']:26} {r['xpus']:5} XPUs  wall {r['wall_s']:8.2f} s"
+            f" (CPU {r['cpu_s']:.2f} s, graph {r['build_s']:.2f} s,"
             f" SimGrid loop {r['simgrid_loop_s']:.2f} s)  vertices {r['vertices']:,}  activities {r['activities']:,}"
             f"  RSS {r['peak_rss_mb']} MB  iteration {r['iteration_s']:.4f} s",
             flush=True,

@@ -115,7 +115,8 @@ def main() -> None:
         print(f"{t['model']:13} {t['xpus']:5} {t['system']:11} {t['label']:30} {t['tokens_per_s']:12.0f} tok/s"
               f"  compute {t['compute_s']:.3f}  tp {t['exposed_tp_s']:.3f}  pp {t['exposed_pp_s']:.3f}"
               f"  ep {t['exposed_ep_s']:.3f}  dp {t['exposed_dp_s']:.3f}  stall {t['memory_stall_s']:.3f}"
-              f"  idle {t['idle_s']:.3f}  remote {t['remote_operators']}{'  <- best' if t['best'] else ''}")  # fmt: skip
+              f"  idle {t['idle_s']:.3f}  remote {t['remote_operators']}"
+              f"{'  <- best' if t['best'] else ''}")  # fmt: skip
     print(f"wrote {args.out}/{name}.csv and .png ({len(table)} points)")
 
 
