@@ -199,6 +199,10 @@ def test_gradient_sync_gates_the_next_iteration(compiled):
     for unit in ("L0", "L1"):
         assert starts[(f"x0/F0.{unit}.attn", 1)] >= ends[(f"dp0.0.0/{unit}.allreduce", 0)]
     assert r.iteration_end[1] - r.iteration_end[0] > 8.0
+    # a rank runs its gradient collectives one at a time, last unit first (one NCCL stream)
+    syncs = sorted((t.start, t.end, t.vertex) for t in r.trace if t.iteration == 0 and t.vertex.startswith("dp"))
+    assert [v for _, _, v in syncs] == ["dp0.0.0/L1.allreduce", "dp0.0.0/L0.allreduce"]
+    assert syncs[1][0] >= syncs[0][1]
 
 
 # ------------------------------------------------------------------ layouts
