@@ -1,11 +1,13 @@
 """Benchmark: one training iteration of a parallel layout on the paper's systems, exact path.
 
-Rows (issue 16): LLaMA-3-70B tp8 pp4 dp32 on 1024 CXL XPUs, and Mixtral-8x7B ep8 on 256
-XPUs (dp=256, ep=8: each server's 8 XPUs hold the 8 experts). Each row runs in a fresh
+Rows (issue 16): LLaMA-3-70B tp8 pp4 dp32 on 1024 CXL XPUs (8 microbatches of 8192 tokens),
+and Mixtral-8x7B ep8 on 256 XPUs (dp=256, ep=8: each server's 8 XPUs hold the 8 experts;
+one microbatch of 4096 tokens). Each row runs in a fresh
 process: build the system, build the graph, compile, simulate one iteration (exact: no
 fold, no memoization; the fast path for these layouts is another issue). It reports the
 wall time split into graph build and the rest, SimGrid activities, peak RSS and the
-iteration time. ``--dp`` scales a row down (fewer data-parallel replicas on fewer XPUs)
+iteration time, and the CPU seconds of the process and its SimGrid child (on a shared
+machine the wall time also counts other people's work). ``--dp`` scales a row down (fewer data-parallel replicas on fewer XPUs)
 to see how the cost grows. Writes ``results/bench_parallel.csv``.
 
     python experiments/bench_parallel.py                        # both rows
