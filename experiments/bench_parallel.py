@@ -7,8 +7,8 @@ process: build the system, build the graph, compile, simulate one iteration (exa
 fold, no memoization; the fast path for these layouts is another issue). It reports the
 wall time split into graph build and the rest, SimGrid activities, peak RSS and the
 iteration time, and the CPU seconds of the process and its SimGrid child (on a shared
-machine the wall time also counts other people's work). ``--dp`` scales a row down (fewer data-parallel replicas on fewer XPUs)
-to see how the cost grows. Writes ``results/bench_parallel.csv``.
+machine the wall time also counts other people's work). ``--dp`` scales a row down (fewer
+data-parallel replicas on fewer XPUs) to see how the cost grows. Writes ``results/bench_parallel.csv``.
 
     python experiments/bench_parallel.py                        # both rows
     python experiments/bench_parallel.py --rows llama --dp 2    # LLaMA-3-70B on 64 XPUs
