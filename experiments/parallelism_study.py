@@ -9,8 +9,10 @@ plus the operators whose data lives in remote memory (CXL memory when coherent, 
 DRAM otherwise) and the memory stall they cost. Writes
 ``results/parallelism_study.{jsonl,csv,png}`` (``_quick`` with ``--quick``).
 
-The full study runs 256 and 1024 XPUs; ``--quick`` runs 64 XPUs (4 microbatches,
-sequence 4096) with the same layout families, which is what docs/results/parallelism.md
+Every layout of a model trains the same global batch (sequences per iteration:
+``microbatches = batch / dp``, one sequence each). The full study runs 256 and 1024 XPUs
+with 512 sequences of the model's length; ``--quick`` runs 64 XPUs with sequences of
+4096 tokens, 16 per iteration for LLaMA-3-70B and 64 for Mixtral, with the same layout families, which is what docs/results/parallelism.md
 reports (a full 1024-XPU point costs minutes of exact simulation: see docs/benchmarks.md).
 
     python experiments/parallelism_study.py --quick -j 1
@@ -31,7 +33,9 @@ LAYOUTS = {
     "llama3-70b": ["tp=8,pp=4", "tp=8,pp=8", "tp=4,pp=8", "tp=8,pp=2+z1"],
     "mixtral-8x7b": ["ep=8", "tp=2,ep=8", "tp=4,pp=2,ep=8", "tp=8,ep=8"],
 }
-KEYS = ("tokens_per_s", "iteration_s", "compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_ep_s", "exposed_dp_s",
+QUICK_BATCH = {"llama3-70b": 16, "mixtral-8x7b": 64}  # sequences per iteration at 64 XPUs
+FULL_BATCH = 512
+KEYS = ("microbatches", "tokens_per_s", "iteration_s", "compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_ep_s", "exposed_dp_s",
         "idle_s", "memory_stall_s", "remote_operators", "activities", "wall_s")  # fmt: skip
 
 
@@ -43,8 +47,10 @@ def points(scales: list[int], quick: bool) -> list[dict]:
                 for text in layouts:
                     layout, _, zero = text.partition("+z")
                     pt = {"system": system, "xpus": xpus, "model": model, "layout": layout, "zero": int(zero or 0)}
+                    # the same optimizer batch for every layout of a model: microbatches = batch / dp
+                    pt["global_batch"] = QUICK_BATCH[model] if quick else FULL_BATCH
                     if quick:
-                        pt.update(microbatches=4, sequence=4096)
+                        pt["sequence"] = 4096
                     pts.append(pt)
     return pts
 
@@ -88,7 +94,7 @@ def _plot(table: list[dict], path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="64 XPUs, 4 microbatches of 4096 tokens")
+    parser.add_argument("--quick", action="store_true", help="64 XPUs, sequences of 4096 tokens")
     parser.add_argument("--scales", help="comma list of XPU counts (default 256,1024; --quick 64)")
     parser.add_argument("--out", default="results", help="output directory")
     add_sweep_arguments(parser)

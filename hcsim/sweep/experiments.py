@@ -297,8 +297,12 @@ def parallel_training(
     sequence_parallel: bool = False,
     iterations: int = 1,
     mix: str = "H100",
+    global_batch: int | None = None,
 ) -> dict[str, Any]:
     """One training iteration of ``model`` under ``layout`` (:mod:`hcsim.workload.parallel`), exact path.
+
+    ``global_batch`` (sequences per iteration) sets the microbatches to ``global_batch / dp``
+    (one sequence each), so that layouts compare at the same optimizer batch.
 
     Returns throughput, where the time goes on the first rank of every pipeline stage
     (compute, exposed TP/PP/EP/DP communication, idle: see
@@ -315,6 +319,10 @@ def parallel_training(
     topo = _system(system, xpus, mix, "128GBps", "200ns")
     spec = load_model(model)
     lay = Layout.parse(layout, xpus)
+    if global_batch is not None:
+        if global_batch % lay.dp:
+            raise ValueError(f"global_batch {global_batch} is not a multiple of dp={lay.dp}")
+        microbatches = global_batch // lay.dp
     built: dict[str, Any] = {}
 
     def factory(ranks: list[str], group: int | None = None):  # noqa: ANN202 - a Workload
@@ -334,6 +342,7 @@ def parallel_training(
     where = breakdown(r, w, [grid.xpu(0, p, 0) for p in range(lay.pp)], iterations - 1)
     return {
         "layout": str(lay),
+        "microbatches": w.graph["microbatches"],
         "iteration_s": s["steady_iteration_s"],
         "tokens_per_s": w.graph["tokens_per_iteration"] / s["steady_iteration_s"],
         **where,
