@@ -12,7 +12,8 @@ DRAM otherwise) and the memory stall they cost. Writes
 Every layout of a model trains the same global batch (sequences per iteration:
 ``microbatches = batch / dp``, one sequence each). The full study runs 256 and 1024 XPUs
 with 512 sequences of the model's length; ``--quick`` runs 64 XPUs with sequences of
-4096 tokens, 16 per iteration for LLaMA-3-70B and 64 for Mixtral, with the same layout families, which is what docs/results/parallelism.md
+4096 tokens, 16 per iteration for LLaMA-3-70B and 64 for Mixtral, with the same layout
+families, which is what docs/results/parallelism.md
 reports (a full 1024-XPU point costs minutes of exact simulation: see docs/benchmarks.md).
 
     python experiments/parallelism_study.py --quick -j 1
@@ -35,8 +36,8 @@ LAYOUTS = {
 }
 QUICK_BATCH = {"llama3-70b": 16, "mixtral-8x7b": 64}  # sequences per iteration at 64 XPUs
 FULL_BATCH = 512
-KEYS = ("microbatches", "tokens_per_s", "iteration_s", "compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_ep_s", "exposed_dp_s",
-        "idle_s", "memory_stall_s", "remote_operators", "activities", "wall_s")  # fmt: skip
+KEYS = ("microbatches", "tokens_per_s", "iteration_s", "compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_ep_s",
+        "exposed_dp_s", "idle_s", "memory_stall_s", "remote_operators", "activities", "wall_s")  # fmt: skip
 
 
 def points(scales: list[int], quick: bool) -> list[dict]:
