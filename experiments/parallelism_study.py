@@ -63,7 +63,7 @@ def _plot(table: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     groups = list(dict.fromkeys((t["model"], t["xpus"]) for t in table))
-    fig, axes = plt.subplots(len(groups), 2, figsize=(11, 3.2 * len(groups)), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(len(groups), 2, figsize=(12, 4.2 * len(groups)), dpi=110, squeeze=False)
     parts = ("compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_ep_s", "exposed_dp_s", "memory_stall_s", "idle_s")
     for i, (model, xpus) in enumerate(groups):
         rows = [t for t in table if t["model"] == model and t["xpus"] == xpus]
@@ -84,9 +84,10 @@ def _plot(table: list[dict], path: str) -> None:
         bottom = [0.0] * len(bars)
         for k, part in enumerate(parts):
             ys = [next(t[part] for t in rows if (t["label"], t["system"]) == b) for b in bars]
-            ax.bar(range(len(bars)), ys, bottom=bottom, color=f"C{k}", label=part.replace("_s", ""))
+            ax.bar(range(len(bars)), ys, bottom=bottom, color=f"C{k}", label=part.removesuffix("_s"))
             bottom = [a + b for a, b in zip(bottom, ys, strict=True)]
-        ax.set_xticks(range(len(bars)), [f"{lab}\n{'CXL' if s == 'cxl' else 'NC'}" for lab, s in bars], fontsize=6)
+        ticks = [f"{lab.replace(',', chr(10))}\n{'CXL' if s == 'cxl' else 'NC'}" for lab, s in bars]
+        ax.set_xticks(range(len(bars)), ticks, fontsize=5)
         ax.set(ylabel="s per iteration (first rank of each stage)", title="where the time goes")
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
