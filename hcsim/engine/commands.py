@@ -92,12 +92,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
     r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
     r.add_argument("--workload", help=f"workload JSON file (Workload.to_json) or one of {', '.join(_WORKLOADS)}")
-    from hcsim.workload.models.commands import add_run_options
+    from hcsim.cli import _load  # the models' options, without importing hcsim.workload (--help stays light)
 
-    add_run_options(r)  # --model NAME|config.json --inference --batch --context --tp --phase
-    from hcsim.workload.parallel.commands import add_training_options
-
-    add_training_options(r)  # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel
+    _load("hcsim.workload.models.commands").add_run_options(r)  # --model --inference --batch --context --tp
+    # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel (training with --model)
+    _load("hcsim.workload.parallel.commands").add_training_options(r)
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
     r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
     coh = r.add_mutually_exclusive_group()

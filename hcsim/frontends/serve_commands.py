@@ -29,6 +29,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from hcsim.platform import builders, compile_platform
 
     model = None
+    stray = [f"--{k.replace('_', '-')}" for k in ("system", "xpus", "mix", "tp", "context") if getattr(args, k)]
+    if stray and not args.model:
+        raise HcsimError(f"{stray[0]} applies to --model only (valid: --model NAME|config.json with it, or drop it)")
     if args.model:  # a transformer on --system: tau[b] from the engine (hcsim.workload.models.commands)
         from hcsim.workload.models.commands import check_serve_model
 
@@ -133,12 +136,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     gpu = qu.add_mutually_exclusive_group(required=True)
     gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
     gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
-    from hcsim.workload.models.commands import add_serve_options
+    from hcsim.cli import _load  # without importing hcsim.workload: --help stays light
 
-    add_serve_options(qu, gpu)  # --model NAME --system cxl --xpus 8 --tp 8 --context 4096 --output-tokens 128
+    _load("hcsim.workload.models.commands").add_serve_options(qu, gpu)  # --model --system --xpus --tp --context
     qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
     load = qu.add_mutually_exclusive_group(required=True)
-    load.add_argument("--rho", type=float, help="load per server, lambda * alpha")
+    load.add_argument("--rho", type=float, help="load per server, lambda * alpha (--model: lambda / capacity)")
     load.add_argument("--rate", type=float, help="total arrival rate, jobs/s")
     qu.add_argument("--max-batch", type=int, help="largest batch (default: unlimited)")
     qu.add_argument(

@@ -165,7 +165,8 @@ def _replica(
             compute(x, f"l{i}.add2", ops[-1], 0.0, f"{prefix}{x}.l{i}")
     for x in group:
         for op in head:
-            compute(x, op.name, op, op.weight_bytes, f"{prefix}{x}.head")
+            tied = spec.tied_embeddings and op.name == "head.lm"  # the embedding's block holds the shared table
+            compute(x, op.name, op, 0.0 if tied else op.weight_bytes, f"{prefix}{x}.head")
     collective("logits.allgather", batch * math.ceil(spec.vocab / tp) * b, "allgather")
 
 

@@ -260,15 +260,13 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
     layers = get("num_hidden_layers", "n_layer")
     heads = get("num_attention_heads", "n_head")
     kv_heads = get("num_key_value_heads", default=heads, required=False)
-    intermediate = get("intermediate_size", "n_inner", default=4 * hidden, required=gpt2)
+    intermediate = get("intermediate_size", "n_inner", default=4 * hidden, required=not gpt2)
     vocab = get("vocab_size")
     sequence = get("max_position_embeddings", "n_positions", "n_ctx")
     experts = get("num_local_experts", "num_experts", default=0, required=False)
     top_k = get("num_experts_per_tok", default=(2 if experts else 0), required=False) if experts else 0
     act = config.get("hidden_act", config.get("activation_function", "silu" if not gpt2 else "gelu"))
-    dtype = config.get("torch_dtype", "float16")
-    if dtype is None:
-        dtype = "float16"
+    dtype = config.get("torch_dtype") or "float32"  # transformers' default when the config names none
     if dtype not in _DTYPES:
         raise HcsimError(
             f"model config '{source}': torch_dtype {dtype!r} is unsupported (valid: float16, bfloat16, float32)"

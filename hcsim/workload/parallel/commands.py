@@ -41,7 +41,9 @@ def training_workload(args: argparse.Namespace) -> Callable[..., object]:
     if args.workload:
         raise HcsimError("give either --workload or --model, not both")
     if getattr(args, "tp", None) is not None:
-        raise HcsimError("--tp applies to --inference; for training give --parallel tp=N")
+        raise HcsimError("--tp needs --inference (for training give --parallel tp=N)")
+    if getattr(args, "context", None) is not None:
+        raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
     spec = load_model(args.model)
 
     def workload(ranks: list[str], group: int | None = None):  # noqa: ANN202 - a Workload
