@@ -83,8 +83,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.model or args.workload is None:  # a transformer (issue 16): hcsim.workload.models.commands
         from hcsim.workload.models.commands import model_workload
+        from hcsim.workload.parallel.commands import training_workload
 
-        workload = model_workload(args)
+        workload = training_workload(args) if args.model and not args.inference else model_workload(args)
 
     if args.platform:
         if args.system:
@@ -216,6 +217,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from hcsim.cli import _load  # the models' options, without importing hcsim.workload (--help stays light)
 
     _load("hcsim.workload.models.commands").add_run_options(r)  # --model --inference --batch --context --tp
+    # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel (training with --model)
+    _load("hcsim.workload.parallel.commands").add_training_options(r)
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
     r.add_argument(
         "--algorithm",

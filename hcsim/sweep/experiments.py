@@ -13,7 +13,7 @@ from typing import Any
 
 from hcsim.units import parse_bytes
 
-__all__ = ["allreduce", "cluster_policy", "collective", "llama2_13b", "transfer", "synthetic"]
+__all__ = ["allreduce", "cluster_policy", "collective", "llama2_13b", "parallel_training", "transfer", "synthetic"]
 
 
 def _system(system: str, xpus: int, mix: str, cxl_bandwidth: str, cxl_latency: str):  # noqa: ANN202
@@ -265,3 +265,72 @@ def synthetic(seconds: float = 0.0, value: float = 0.0, fail: bool = False, spin
     if fail:
         raise RuntimeError(f"synthetic failure (value {value})")
     return {"value": value, "pid": os.getpid()}
+
+
+def parallel_training(
+    system: str = "cxl",
+    xpus: int = 64,
+    model: str = "llama3-70b",
+    layout: str = "tp=8,pp=4",
+    zero: int = 0,
+    schedule: str = "1f1b",
+    microbatches: int | None = None,
+    sequence: int | None = None,
+    sequence_parallel: bool = False,
+    iterations: int = 1,
+    mix: str = "H100",
+    global_batch: int | None = None,
+) -> dict[str, Any]:
+    """One training iteration of ``model`` under ``layout`` (:mod:`hcsim.workload.parallel`), exact path.
+
+    ``global_batch`` (sequences per iteration) sets the microbatches to ``global_batch / dp``
+    (one sequence each), so that layouts compare at the same optimizer batch.
+
+    Returns throughput, where the time goes on the first rank of every pipeline stage
+    (compute, exposed TP/PP/EP/DP communication, idle: see
+    :mod:`hcsim.workload.parallel.breakdown`), the operators placed on remote memory and
+    the memory stall, and the cost of the run.
+    """
+    from hcsim.engine import simulate_system
+    from hcsim.engine.report import summarize
+    from hcsim.workload.models import load_model
+    from hcsim.workload.parallel import Layout, training_graph
+    from hcsim.workload.parallel.breakdown import breakdown
+
+    t0 = time.perf_counter()
+    topo = _system(system, xpus, mix, "128GBps", "200ns")
+    spec = load_model(model)
+    lay = Layout.parse(layout, xpus)
+    if global_batch is not None:
+        if global_batch % lay.dp:
+            raise ValueError(f"global_batch {global_batch} is not a multiple of dp={lay.dp}")
+        microbatches = global_batch // lay.dp
+    built: dict[str, Any] = {}
+
+    def factory(ranks: list[str], group: int | None = None):  # noqa: ANN202 - a Workload
+        built["w"] = training_graph(
+            spec, lay, ranks, microbatches=microbatches, sequence=sequence, schedule_name=schedule, zero=zero,
+            sequence_parallel=sequence_parallel,
+        )  # fmt: skip
+        built["ranks"] = ranks
+        return built["w"]
+
+    r = simulate_system(topo, factory, iterations, coherent=system == "cxl", record_flows=False, progress=False)
+    s = summarize(r)
+    w = built["w"]
+    from hcsim.workload.parallel import RankGrid
+
+    grid = RankGrid(lay, built["ranks"])
+    where = breakdown(r, w, [grid.xpu(0, p, 0) for p in range(lay.pp)], iterations - 1)
+    return {
+        "layout": str(lay),
+        "microbatches": w.graph["microbatches"],
+        "iteration_s": s["steady_iteration_s"],
+        "tokens_per_s": w.graph["tokens_per_iteration"] / s["steady_iteration_s"],
+        **where,
+        "memory_stall_s": s["per_xpu_per_iteration_s"]["memory_stall"],
+        "remote_operators": s["remote_vertices"],
+        "vertices": w.number_of_nodes(),
+        "activities": r.activities,
+        "wall_s": time.perf_counter() - t0,
+    }

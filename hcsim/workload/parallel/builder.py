@@ -1,0 +1,373 @@
+"""The training iteration of a transformer under a ``dp x tp x pp (x ep)`` layout, as a workload graph.
+
+One iteration is one optimizer step: every pipeline (data-parallel replica) runs ``m``
+microbatches through its stages in the order of the pipeline schedule
+(:mod:`.schedules`), then synchronizes gradients (:mod:`.comms`). Per rank, the
+vertices of the iteration form one chain in schedule order (a rank runs one operator
+at a time, as a GPU stream does), joined across ranks by the collectives:
+
+* a **compute vertex** per part of a unit (:mod:`.costs`), pass and microbatch, named
+  ``{xpu}/F{mb}.{unit}.{part}`` (``B`` for backward): ``flops``, ``mem_bytes``,
+  ``footprint`` (on the unit's first vertex: its training state and kept
+  activations; the unit's vertices share its data block ``{xpu}/{unit}``, placed local
+  or remote by the engine's placement as for any workload);
+* **TP** collectives among the stage's ranks around each half (``tp{d}.{p}/...``),
+  **EP** all-to-alls among the EP group (``ep...``), **PP** p2p between consecutive
+  stages (``pp{d}.{t}/F{mb}.s{p}``), and the **DP/ZeRO** gradient collectives per unit
+  (``dp.{p}.{t}/{unit}...``), whose results the next iteration's first forward of the
+  unit waits for (a ``skip_first_iteration`` edge); each rank's next iteration also
+  waits for the end of its chain.
+
+The graph carries ``samples_per_iteration`` (``dp x m x micro_batch`` sequences) and
+``layout``. ZeRO-3 gathers parameters once per pass (not per microbatch). Vertices of
+one rank are checked when built; the rest are copies with other locations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hcsim.errors import HcsimError
+from hcsim.workload.builders import _gc_paused
+from hcsim.workload.graph import Workload
+from hcsim.workload.parallel.comms import DP_SYNC, TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
+from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, fold, state_bytes
+from hcsim.workload.parallel.layout import Layout, RankGrid
+from hcsim.workload.parallel.schedules import in_flight, schedule
+
+__all__ = ["training_graph"]
+
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+def _models_ops() -> Any:
+    from hcsim.workload.models import ops
+
+    return ops
+
+
+def training_graph(
+    spec: Any,
+    layout: Layout | str,
+    xpus: Sequence[str],
+    *,
+    microbatches: int | None = None,
+    micro_batch: int = 1,
+    sequence: int | None = None,
+    schedule_name: str = "1f1b",
+    zero: int = 0,
+    sequence_parallel: bool = False,
+    dp_algorithm: str = "ring",
+    tp_algorithm: str = "ring",
+    alltoall_algorithm: str = "direct",
+    mapping: str | Sequence[str] | None = None,
+    view: Any = None,
+    ops: Any = None,
+    name: str | None = None,
+) -> Workload:
+    """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
+
+    ``layout``: a :class:`Layout` or ``"dp=32,tp=8,pp=4[,ep=8]"`` (``dp`` may be left out);
+    ``microbatches`` per pipeline and iteration (default ``2 x pp``, 1 without PP),
+    ``micro_batch`` sequences of ``sequence`` tokens each (default ``spec.sequence``);
+    ``schedule_name``: ``"1f1b"`` or ``"gpipe"``; ``zero``: 0 (plain DP allreduce), 1, 2
+    or 3 (FSDP); ``dp_algorithm``/``tp_algorithm``: any registered allreduce (plug-ins and
+    MSCCL-IR files too); ``mapping`` and ``view``: see :class:`RankGrid`; ``ops``: where
+    the operators come from (default :mod:`hcsim.workload.models.ops`).
+    """
+    if isinstance(layout, str):
+        layout = Layout.parse(layout, len(xpus))
+    layout.check(len(xpus), spec)
+    if microbatches is None:
+        microbatches = 2 * layout.pp if layout.pp > 1 else 1
+    for what, value in (("microbatches", microbatches), ("micro_batch", micro_batch)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise HcsimError(f"{what} {value!r} is invalid (valid: an integer >= 1)")
+    if zero not in ZERO_STAGES:
+        raise HcsimError(f"ZeRO stage {zero!r} is invalid (valid: 0, 1, 2 or 3)")
+    sequence = spec.sequence if sequence is None else sequence
+    if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
+        raise HcsimError(f"sequence {sequence!r} is invalid (valid: an integer >= 1)")
+    if sequence_parallel and sequence % layout.tp:
+        raise HcsimError(f"sequence parallelism: sequence {sequence} is not divisible by tp={layout.tp}")
+    order_of = schedule(schedule_name)
+    grid = RankGrid(layout, xpus, mapping, view)
+    with _gc_paused():
+        builder = _Builder(
+            spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence, order_of, zero,
+            sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm,
+        )  # fmt: skip
+        w = builder.build(name or f"{spec.name}-{layout}")
+    dp = layout.dp
+    w.graph.update(
+        samples_per_iteration=dp * microbatches * micro_batch,
+        batches_per_iteration=dp * microbatches,
+        tokens_per_iteration=dp * microbatches * micro_batch * sequence,
+        layout=str(layout),
+        microbatches=microbatches,
+        schedule=schedule_name,
+        zero=zero,
+        sequence_parallel=bool(sequence_parallel),
+    )
+    return w
+
+
+class _Builder:
+    """Walks every rank's schedule once, appending vertices and edges to flat lists."""
+
+    def __init__(self, spec, layout, grid, ops, m, tokens, order_of, zero, sp, dp_alg, tp_alg, a2a_alg) -> None:  # noqa: ANN001
+        self.spec, self.layout, self.grid, self.m, self.tokens = spec, layout, grid, m, tokens
+        self.zero, self.sp = zero, sp
+        self.algorithms = {"dp": dp_alg, "tp": tp_alg, "alltoall": a2a_alg}
+        self.precision = spec.precision
+        self.bpv = spec.bytes_per_value
+        tp, ep = layout.tp, layout.ep
+        per_stage = spec.layers // layout.pp
+        self.orders = [order_of(layout.pp, m, p) for p in range(layout.pp)]
+        # units of each stage: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head"
+        self.units: list[list[tuple[str, Any, str]]] = []
+        for p in range(layout.pp):
+            units: list[tuple[str, Any, str]] = []
+            if p == 0:
+                units.append(("emb", fold(ops.embedding_operators(spec, tokens, tp=tp)), "embedding"))
+            for layer in range(p * per_stage, (p + 1) * per_stage):
+                cost = block_cost(ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train"))
+                units.append((f"L{layer}", cost, "block"))
+            if p == layout.pp - 1:
+                units.append(("head", fold(ops.head_operators(spec, tokens, tp=tp)), "head"))
+            self.units.append(units)
+        self.act = activation_bytes(tokens, spec.hidden, self.bpv)
+        self.p2p = max(1.0, p2p_bytes(tokens, spec.hidden, self.bpv, tp, sp))
+        self.a2a = alltoall_bytes(tokens, max(1, getattr(spec, "top_k", 0)), spec.hidden, self.bpv)
+        self.nodes: dict[str, dict] = {}
+        self.edges: list[tuple[str, str, bool]] = []
+        self.checked: set[str] = set()
+        # per (d, p, t): first vertex of (pass, mb) and of (unit, pass at mb 0); last of (pass, mb)
+        self.first: dict[tuple, str] = {}
+        self.last: dict[tuple, str] = {}
+        self.unit_last_bwd: dict[tuple, str] = {}
+
+    # ---------------------------------------------------------------- vertices
+    def _comm(self, name: str, nbytes: float, kind: str, scope: list[str], algorithm: str | None, **attrs) -> bool:
+        """Add a collective once (it is shared by its ranks); True if it was new."""
+        if name in self.nodes:
+            return False
+        d = {"type": "comm", "bytes": float(nbytes), "kind": kind, "scope": scope, "is_start": False, **attrs}
+        d["algorithm"] = algorithm or ("direct" if kind == "p2p" else None)
+        if d["algorithm"] is None:
+            from hcsim.workload.graph import ALGORITHMS
+
+            d["algorithm"] = ALGORITHMS[kind][0]
+        key = (kind, d["algorithm"], len(scope))
+        if key not in self.checked:  # one check per kind, algorithm and group size
+            self.checked.add(key)
+            Workload._check_vertex(name, d)
+        self.nodes[name] = d
+        return True
+
+    # ---------------------------------------------------------------- build
+    def build(self, name: str) -> Workload:
+        lay = self.layout
+        for d in range(lay.dp):
+            for p in range(lay.pp):
+                self._stage(d, p)
+        self._pipeline_edges()
+        self._gradient_sync()
+        w = Workload(name=name, ranks=[self.grid.xpu(d, p, t) for d in range(lay.dp) for p in range(lay.pp)
+                                       for t in range(lay.tp)])  # fmt: skip
+        # Straight into NetworkX's adjacency dicts (as DiGraph.add_*_from would fill them): the
+        # 1024-XPU LLaMA-3-70B graph has 0.76M vertices and 1.4M edges, and the checks and
+        # attribute merging of add_*_from took half of the build.
+        node, succ, pred = w._node, w._succ, w._pred
+        for n, d in self.nodes.items():
+            node[n], succ[n], pred[n] = d, {}, {}
+        needs: set[str] = set()  # vertices with a same-iteration predecessor
+        for u, v, skip in self.edges:
+            e = {"skip_first_iteration": skip}
+            succ[u][v] = e
+            pred[v][u] = e
+            if not skip:
+                needs.add(v)
+        for n, d in node.items():  # a vertex with no same-iteration predecessor starts the iteration
+            if n not in needs:
+                d["is_start"] = True
+        return w
+
+    def _stage(self, d: int, p: int) -> None:
+        lay, grid = self.layout, self.grid
+        ranks = grid.tp_group(d, p)
+        order = self.orders[p]
+        kept = in_flight(order)
+        units = self.units[p]
+        chains: list[list[str]] = [[] for _ in ranks]  # each rank's vertices in the order it runs them
+        last_compute: list[str] = [""] * lay.tp
+        check = d == 0
+        placed: set[str] = set()
+        edges = self.edges
+
+        def link(t: int, vertex: str) -> None:
+            chain = chains[t]
+            if chain:
+                edges.append((chain[-1], vertex, False))
+            chain.append(vertex)
+
+        nodes, precision = self.nodes, self.precision
+
+        def step_compute(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int) -> None:
+            flops = part.bwd_flops if backward else part.fwd_flops
+            mem = part.bwd_bytes if backward else part.fwd_bytes
+            for t, xpu in enumerate(ranks):
+                vertex = f"{xpu}/{tag}"
+                block = f"{xpu}/{unit}"
+                footprint = 0.0
+                if block not in placed:  # the unit's data block is counted once, on its first vertex
+                    placed.add(block)
+                    footprint = unit_state[unit] + unit_activation[unit] * kept
+                nodes[vertex] = d = {
+                    "type": "compute", "flops": flops, "location": xpu, "precision": precision, "mem_bytes": mem,
+                    "footprint": footprint, "is_start": False, "data": block, "unit": unit, "phase": phase, "mb": mb,
+                }  # fmt: skip
+                if check and t == 0:
+                    Workload._check_vertex(vertex, d)
+                chain = chains[t]
+                if chain:
+                    edges.append((chain[-1], vertex, False))
+                chain.append(vertex)
+                last_compute[t] = vertex
+
+        def step_tp(tag: str, kind: str | None) -> None:
+            if kind is None or lay.tp == 1:
+                return
+            vertex = f"tp{d}.{p}/{tag}"
+            alg = self.algorithms["tp"] if kind == "allreduce" else None
+            self._comm(vertex, self.act, kind, ranks, alg, phase="tp")
+            for t in range(lay.tp):
+                link(t, vertex)
+
+        def step_ep(tag: str) -> None:
+            if lay.ep == 1:
+                return
+            for t in range(lay.tp):
+                vertex = f"ep{d // lay.ep}.{p}.{t}/{tag}"
+                self._comm(vertex, self.a2a, "alltoall", grid.ep_group(d, p, t), self.algorithms["alltoall"],
+                           phase="ep")  # fmt: skip
+                link(t, vertex)
+
+        unit_activation: dict[str, float] = {}
+        unit_state: dict[str, float] = {}
+        for unit, cost, _ in units:
+            unit_activation[unit] = cost.activation_bytes
+            state = state_bytes(cost.params, self.bpv, self.zero, lay.dp)
+            if isinstance(cost, UnitCost) and cost.expert_params:
+                state += state_bytes(cost.expert_params, self.bpv, self.zero, lay.dp // lay.ep)
+            unit_state[unit] = state
+
+        pre, post = TP_PATTERNS[self.sp]
+        for pas, mb in order:
+            backward = pas == "B"
+            pass_start = [len(c) for c in chains]
+            for unit, cost, kind in reversed(units) if backward else units:
+                here = f"{pas}{mb}.{unit}"
+                attrs = {"phase": pas, "mb": mb}
+                unit_start = [len(c) for c in chains]
+                if kind == "embedding":  # its output is reduced (forward); with SP gathered back (backward)
+                    if backward:
+                        step_tp(f"{here}.pre", pre)
+                    step_compute(here, cost, backward, unit, **attrs)
+                    if not backward:
+                        step_tp(f"{here}.post", post)
+                elif kind == "head":
+                    if not backward:
+                        step_tp(f"{here}.pre", pre)
+                    step_compute(here, cost, backward, unit, **attrs)
+                    if backward:
+                        step_tp(f"{here}.post", post)
+                else:
+                    halves = [("attn", cost.attention), ("mlp", cost.mlp)]
+                    for half, part in reversed(halves) if backward else halves:
+                        step_tp(f"{here}.{half}.pre", pre)
+                        if half == "mlp" and cost.experts is not None:
+                            moe = [("mlp", cost.mlp), ("dispatch", None), ("experts", cost.experts), ("combine", None)]
+                            for sub, subpart in reversed(moe) if backward else moe:
+                                if subpart is None:
+                                    step_ep(f"{here}.{sub}")
+                                else:
+                                    step_compute(f"{here}.{sub}", subpart, backward, unit, **attrs)
+                        else:
+                            step_compute(f"{here}.{half}", part, backward, unit, **attrs)
+                        step_tp(f"{here}.{half}.post", post)
+                for t in range(lay.tp):
+                    self.first.setdefault((d, p, t, unit, pas), chains[t][unit_start[t]])
+                    if backward and mb == self.m - 1:
+                        self.unit_last_bwd[(d, p, t, unit)] = last_compute[t]
+            for t in range(lay.tp):
+                self.first[(d, p, t, pas, mb)] = chains[t][pass_start[t]]
+                self.last[(d, p, t, pas, mb)] = chains[t][-1]
+        for t in range(lay.tp):  # the rank's next iteration starts when this one has ended
+            edges.append((chains[t][-1], chains[t][0], True))
+
+    def _pipeline_edges(self) -> None:
+        """Activations forward and their gradients backward, stage to stage, per microbatch."""
+        lay, grid = self.layout, self.grid
+        for d in range(lay.dp):
+            for p in range(lay.pp - 1):
+                for t in range(lay.tp):
+                    a, b = grid.xpu(d, p, t), grid.xpu(d, p + 1, t)
+                    for mb in range(self.m):
+                        for pas, src, dst, sp, dp_ in (("F", a, b, p, p + 1), ("B", b, a, p + 1, p)):
+                            vertex = f"pp{d}.{t}/{pas}{mb}.s{sp}-s{dp_}"
+                            self._comm(vertex, self.p2p, "p2p", [src, dst], "direct", phase="pp")
+                            self.edges.append((self.last[(d, sp, t, pas, mb)], vertex, False))
+                            self.edges.append((vertex, self.first[(d, dp_, t, pas, mb)], False))
+
+    def _gradient_sync(self) -> None:
+        """Per unit: the DP (or ZeRO) collectives of its gradients, feeding the next iteration's forward.
+
+        A rank runs its gradient collectives one at a time, in the order the backward pass
+        finishes the units (last unit first), as NCCL runs the buckets of one communicator
+        stream; at 1024 XPUs, all at once would also be ~20k concurrent flows.
+        """
+        lay, grid = self.layout, self.grid
+        kinds = DP_SYNC[self.zero]
+        for p in range(lay.pp):
+            for t in range(lay.tp):
+                gathers_f: list[str] = []
+                gathers_b: list[str] = []
+                stream_last: dict[int, str] = {}  # replica -> its last gradient collective so far
+                for unit, cost, _ in reversed(self.units[p]):
+                    groups = [("dp", cost.params, [list(range(lay.dp))])]
+                    if isinstance(cost, UnitCost) and cost.expert_params:
+                        groups.append(
+                            ("edp", cost.expert_params, [list(range(e, lay.dp, lay.ep)) for e in range(lay.ep)])
+                        )
+                    for label, params, replica_sets in groups:
+                        for gi, replicas in enumerate(replica_sets):
+                            if len(replicas) < 2 or params == 0:
+                                continue
+                            scope = [grid.xpu(d, p, t) for d in replicas]
+                            nbytes = params * self.bpv
+                            base = f"{label}{gi}.{p}.{t}/{unit}"
+                            prev = [self.unit_last_bwd[(d, p, t, unit)] for d in replicas]
+                            prev += sorted({stream_last[d] for d in replicas if d in stream_last})
+                            for kind in kinds:
+                                vertex = f"{base}.{kind}"
+                                alg = self.algorithms["dp"] if kind == "allreduce" else None
+                                self._comm(vertex, nbytes, kind, scope, alg, phase="dp")
+                                self.edges.extend((u, vertex, False) for u in prev)
+                                prev = [vertex]
+                            sync = prev[0]
+                            for d in replicas:
+                                stream_last[d] = sync
+                            if self.zero < 3:
+                                self.edges.extend((sync, self.first[(d, p, t, unit, "F")], True) for d in replicas)
+                                continue
+                            for pas, stream in (("F", gathers_f), ("B", gathers_b)):
+                                vertex = f"{base}.allgather.{pas}"
+                                self._comm(vertex, nbytes, "allgather", scope, None, phase="dp")
+                                self.edges.append((sync, vertex, True))
+                                self.edges.extend((vertex, self.first[(d, p, t, unit, pas)], False) for d in replicas)
+                                stream.append(vertex)
+                # ZeRO-3 prefetch: one allgather at a time, forward units in order, then backward ones in reverse
+                stream = gathers_f[::-1] + gathers_b
+                self.edges.extend((u, v, False) for u, v in zip(stream, stream[1:], strict=False))

@@ -1,0 +1,176 @@
+"""A parallel layout ``dp x tp x pp (x ep)`` and the rank mapping that places it on XPUs.
+
+Every XPU holds one *rank* with coordinates ``(d, p, t)``: data-parallel replica ``d``,
+pipeline stage ``p``, tensor-parallel slice ``t``. The mapping walks the XPUs in the
+topology's order, servers grouped (:meth:`hcsim.collectives.TopologyView.by_server`),
+and fills the innermost dimension first. The default order ``tp,pp,dp`` (innermost
+first) is Megatron's: a TP group is ``tp`` consecutive XPUs, so inside one server when
+``tp`` divides the server size; the stages of a pipeline are consecutive groups (servers
+for ``tp`` = server size); data-parallel replicas are outermost. Any permutation of the
+three names, or an explicit list of XPU names in rank order, replaces it.
+
+Expert parallelism is carved out of data parallelism (as in Megatron-Core): the EP group
+of rank ``(d, p, t)`` is the ``ep`` replicas ``d' = ep*(d // ep) .. ep*(d // ep) + ep-1``
+at the same ``(p, t)``, which hold different experts; expert gradients are synchronized
+over the ``dp / ep`` replicas holding the same experts (``d' = d mod ep``).
+
+    >>> from hcsim.workload.parallel.layout import Layout, RankGrid
+    >>> grid = RankGrid(Layout.parse("dp=2,tp=2,pp=2"), [f"x{i}" for i in range(8)])
+    >>> grid.tp_group(0, 1), grid.dp_group(1, 0), grid.stage_ranks(1, 1)
+    (['x2', 'x3'], ['x2', 'x6'], ['x6', 'x7'])
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hcsim.errors import HcsimError
+
+__all__ = ["DEFAULT_ORDER", "Layout", "RankGrid"]
+
+DIMENSIONS = ("dp", "tp", "pp", "ep")
+DEFAULT_ORDER = ("tp", "pp", "dp")  # innermost first
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How many ways each kind of parallelism splits the work (``ep`` divides ``dp``)."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+
+    @property
+    def ranks(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    def __str__(self) -> str:
+        text = f"dp={self.dp},tp={self.tp},pp={self.pp}"
+        return text + (f",ep={self.ep}" if self.ep > 1 else "")
+
+    @classmethod
+    def parse(cls, text: str, xpus: int | None = None) -> Layout:
+        """``"dp=32,tp=8,pp=4[,ep=8]"``; a missing ``dp`` is ``xpus / (tp * pp)`` when ``xpus`` is given."""
+        values: dict[str, int] = {}
+        for item in str(text).split(","):
+            key, sep, value = item.strip().partition("=")
+            key = key.strip().lower()
+            if not sep or key not in DIMENSIONS:
+                raise HcsimError(f"parallel layout item {item.strip()!r} is invalid (valid: dp=N,tp=N,pp=N[,ep=N])")
+            if key in values:
+                raise HcsimError(f"parallel layout gives {key} twice in {text!r}")
+            try:
+                n = int(value)
+            except ValueError:
+                n = 0
+            if n < 1:
+                raise HcsimError(f"parallel layout {key}={value.strip()!r} is invalid (valid: an integer >= 1)")
+            values[key] = n
+        if "dp" not in values and xpus is not None:
+            rest = values.get("tp", 1) * values.get("pp", 1)
+            if xpus % rest:
+                raise HcsimError(
+                    f"parallel layout {text!r}: tp x pp = {rest} does not divide the {xpus} XPUs (valid: a divisor)"
+                )
+            values["dp"] = xpus // rest
+        return cls(**values)
+
+    def check(self, xpus: int, spec: Any | None = None) -> None:
+        """One-line errors for a layout that cannot run ``spec`` (a TransformerSpec) on ``xpus`` XPUs."""
+        if self.ranks != xpus:
+            raise HcsimError(
+                f"layout {self} needs dp x tp x pp = {self.ranks} XPUs but the platform has {xpus} "
+                "(valid: a layout whose product is the XPU count)"
+            )
+        if self.dp % self.ep:
+            raise HcsimError(
+                f"layout {self}: ep={self.ep} does not divide dp={self.dp} (experts are spread over DP replicas)"
+            )
+        if spec is None:
+            return
+        if spec.heads % self.tp:
+            raise HcsimError(
+                f"layout {self}: {spec.name} has {spec.heads} attention heads, not divisible by tp={self.tp} "
+                f"(valid: tp dividing {spec.heads})"
+            )
+        if spec.layers % self.pp:
+            raise HcsimError(
+                f"layout {self}: {spec.name} has {spec.layers} layers, not divisible by pp={self.pp} "
+                f"(valid: pp dividing {spec.layers})"
+            )
+        experts = getattr(spec, "experts", 0)
+        if self.ep > 1 and not experts:
+            raise HcsimError(f"layout {self}: {spec.name} is a dense model, ep={self.ep} needs a mixture of experts")
+        if experts and experts % self.ep:
+            raise HcsimError(
+                f"layout {self}: {spec.name} has {experts} experts, not divisible by ep={self.ep} "
+                f"(valid: ep dividing {experts})"
+            )
+
+
+def _order(mapping: str | Sequence[str]) -> tuple[str, ...]:
+    names = tuple(s.strip().lower() for s in (mapping.split(",") if isinstance(mapping, str) else mapping))
+    if sorted(names) != sorted(DEFAULT_ORDER):
+        raise HcsimError(
+            f"rank mapping {','.join(names)!r} is invalid (valid: a permutation of tp,pp,dp, innermost first, "
+            "or the list of XPU names in rank order)"
+        )
+    return names
+
+
+class RankGrid:
+    """The XPU of every rank ``(d, p, t)`` of ``layout`` on ``xpus``.
+
+    ``mapping``: ``None`` (``tp,pp,dp``, innermost first), another order of the three
+    names, or the XPU names in rank order (rank ``d*pp*tp + p*tp + t``). ``view``: a
+    :class:`~hcsim.collectives.TopologyView` whose server grouping orders the XPUs
+    (default: ``xpus`` as given, the topology's rank order).
+    """
+
+    def __init__(
+        self, layout: Layout, xpus: Sequence[str], mapping: str | Sequence[str] | None = None, view: Any = None
+    ) -> None:
+        xpus = list(xpus)
+        layout.check(len(xpus))
+        self.layout = layout
+        explicit = mapping is not None and not isinstance(mapping, str) and not set(mapping) <= set(DEFAULT_ORDER)
+        if explicit:
+            if sorted(mapping) != sorted(xpus):
+                wrong = next((x for x in mapping if x not in set(xpus)), None) or "a repeated XPU"
+                raise HcsimError(f"rank mapping names {wrong!r} (valid: each XPU of the platform exactly once)")
+            ordered, order = list(mapping), ("tp", "pp", "dp")
+        else:
+            ordered = [x for server in view.by_server(xpus) for x in server] if view is not None else xpus
+            order = DEFAULT_ORDER if mapping is None else _order(mapping)
+        sizes = {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp}
+        self._xpu: dict[tuple[int, int, int], str] = {}
+        ranges = [range(sizes[name]) for name in reversed(order)]  # outermost first
+        for i, coords in enumerate(itertools.product(*ranges)):
+            c = dict(zip(reversed(order), coords, strict=True))
+            self._xpu[(c["dp"], c["pp"], c["tp"])] = ordered[i]
+
+    def xpu(self, d: int, p: int, t: int) -> str:
+        return self._xpu[(d, p, t)]
+
+    def tp_group(self, d: int, p: int) -> list[str]:
+        return [self._xpu[(d, p, t)] for t in range(self.layout.tp)]
+
+    def stage_ranks(self, d: int, p: int) -> list[str]:
+        """The XPUs of stage ``p`` of replica ``d`` (its TP group)."""
+        return self.tp_group(d, p)
+
+    def dp_group(self, p: int, t: int) -> list[str]:
+        return [self._xpu[(d, p, t)] for d in range(self.layout.dp)]
+
+    def ep_group(self, d: int, p: int, t: int) -> list[str]:
+        first = d - d % self.layout.ep
+        return [self._xpu[(e, p, t)] for e in range(first, first + self.layout.ep)]
+
+    def expert_dp_group(self, d: int, p: int, t: int) -> list[str]:
+        """The replicas holding the same experts as ``d`` (whose expert gradients are summed)."""
+        ep = self.layout.ep
+        return [self._xpu[(e, p, t)] for e in range(d % ep, self.layout.dp, ep)]
