@@ -148,19 +148,23 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from hcsim.files import check_output_path
+    from contextlib import nullcontext
+
+    from hcsim.files import atomic_path
     from hcsim.platform.imports import import_topology
 
-    check_output_path(args.output)
-    if args.save_graphml:
-        check_output_path(args.save_graphml)
-    topo = import_topology(
-        args.file, xpu=args.xpu, link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, fmt=args.format
-    )
-    code = _compile_and_report(topo, args)
-    if args.save_graphml:
-        topo.write_graphml(args.save_graphml)
-    return code
+    # as for build: both outputs are claimed before any work, and either both appear or neither does
+    with (
+        atomic_path(args.output, ".xml.tmp") as xml,
+        atomic_path(args.save_graphml, ".graphml") if args.save_graphml else nullcontext() as graphml,
+    ):
+        topo = import_topology(
+            args.file, xpu=args.xpu, link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, fmt=args.format
+        )
+        _compile_and_report(topo, args, xml)
+        if graphml:
+            topo.write_graphml(graphml)
+    return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

@@ -60,6 +60,17 @@ WORLD = ("", "0")  # pg_name values that mean every rank (ASTRA-sim's default co
 SCHEMA_VERSION = "0.0.4"
 
 
+def _read_json(path: str | os.PathLike[str], where: str) -> Any:
+    """A small JSON side file (rank map, communicator groups); one-line errors naming ``where``."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise HcsimError(f"{where} does not exist") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HcsimError(f"{where} is not valid JSON: {exc}") from None
+
+
 def _pb() -> Any:
     """The generated schema module (imports protobuf: only when a trace is read or written)."""
     try:
@@ -247,13 +258,7 @@ def _load_groups(groups: str | os.PathLike[str] | Mapping[str, Sequence[int]] | 
         where = "process groups"
     else:
         where = f"communicator-group file '{os.fspath(groups)}'"
-        try:
-            with open(groups) as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            raise HcsimError(f"{where} does not exist") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise HcsimError(f"{where} is not valid JSON: {exc}") from None
+        data = _read_json(groups, where)
     if not isinstance(data, Mapping):
         raise HcsimError(f'{where} must map a group name to its ranks, e.g. {{"1": [0, 1]}}')
     out = {}
@@ -276,13 +281,7 @@ def _load_rank_map(
     data: Any = rank_map
     if isinstance(rank_map, (str, os.PathLike)):
         where = f"rank map '{os.fspath(rank_map)}'"
-        try:
-            with open(rank_map) as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            raise HcsimError(f"{where} does not exist") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise HcsimError(f"{where} is not valid JSON: {exc}") from None
+        data = _read_json(rank_map, where)
     if isinstance(data, Mapping):
         try:
             table = {int(k): v for k, v in data.items()}
