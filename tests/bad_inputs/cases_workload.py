@@ -84,7 +84,7 @@ CASES = [
     case("workload-not-json", RUN, r"not valid JSON", files={"w.json": "nodes: []\n"}),
     case("workload-non-utf8", RUN, r"not valid JSON|UTF-8", files={"w.json": b'{"nodes": ["\xff\xfe"]}'}),
     case("workload-empty", RUN, r"not valid JSON", files={"w.json": ""}),
-    case("workload-is-directory", "run --system ring --xpus 2 --iterations 1 --workload {tmp}", r"is a directory"),
+    case("workload-is-directory", "run --system ring --xpus 2 --iterations 1 --workload {tmp}", r"directory"),
     case(
         "workload-unreadable",
         "run --system ring --xpus 2 --iterations 1 --workload /proc/self/mem",

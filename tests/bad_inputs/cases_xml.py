@@ -80,7 +80,8 @@ CASES = [
         r"unknown unit.*GBananas",
         files={"p.xml": platform_xml(link='bandwidth="1GBananas" latency="1us"')},
     ),
-    case("xml-hosts-without-properties-run", RUN, r"XPU", files={"p.xml": platform_xml(props=False)}),
+    case("xml-hosts-without-properties-run", RUN + " --xpus-from property", r"--xpus-from all-hosts",
+         files={"p.xml": platform_xml(props=False)}),  # fmt: skip
     case(
         "xml-billion-laughs",
         CHECK,
