@@ -47,7 +47,7 @@ def test_cluster_removes_its_new_out_directory_when_writing_fails(tmp_path, monk
     from hcsim.errors import HcsimError
     from hcsim.frontends.cluster import outputs
 
-    def write_then_fail(result, jobs, directory, snapshots=None):
+    def write_then_fail(result, jobs, directory, snapshots=None, **_):
         os.makedirs(directory, exist_ok=True)
         (tmp_path / "new" / "jobs.csv").write_text("partial")
         raise HcsimError("the plot cannot be drawn")
