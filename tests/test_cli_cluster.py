@@ -59,7 +59,11 @@ def test_cluster_removes_its_new_out_directory_when_writing_fails(tmp_path, monk
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "mine.txt").write_text("a file the user had")
-    monkeypatch.setattr(outputs, "write_outputs", lambda r, j, d, s=None: ((kept / "jobs.csv").write_text("x"), 1 / 0))
+    def write_then_crash(result, jobs, directory, snapshots=None, **_):
+        (kept / "jobs.csv").write_text("x")
+        raise ZeroDivisionError
+
+    monkeypatch.setattr(outputs, "write_outputs", write_then_crash)
     try:
         main(["cluster", "--trace", HELIOS, "--xpus", "32", "--out", str(kept)])
     except ZeroDivisionError:
