@@ -59,6 +59,7 @@ def test_cluster_removes_its_new_out_directory_when_writing_fails(tmp_path, monk
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "mine.txt").write_text("a file the user had")
+
     def write_then_crash(result, jobs, directory, snapshots=None, **_):
         (kept / "jobs.csv").write_text("x")
         raise ZeroDivisionError

@@ -192,6 +192,22 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.fixture(autouse=True)
+def _default_signal_dispositions():
+    """Start every command with the signal dispositions an interactive shell gives.
+
+    An ignored signal is inherited by child processes: a test run started in the
+    background (``nohup ... &``, where the shell ignores SIGINT) would hand the commands
+    an ignored Ctrl-C, and hcsim rightly leaves an ignored signal alone.
+    """
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)
+
+
 @pytest.fixture
 def tag():
     value = uuid.uuid4().hex

@@ -80,8 +80,12 @@ CASES = [
         r"unknown unit.*GBananas",
         files={"p.xml": platform_xml(link='bandwidth="1GBananas" latency="1us"')},
     ),
-    case("xml-hosts-without-properties-run", RUN + " --xpus-from property", r"--xpus-from all-hosts",
-         files={"p.xml": platform_xml(props=False)}),  # fmt: skip
+    case(
+        "xml-hosts-without-properties-run",
+        RUN + " --xpus-from property",
+        r"--xpus-from all-hosts",
+        files={"p.xml": platform_xml(props=False)},
+    ),  # fmt: skip
     case(
         "xml-billion-laughs",
         CHECK,
