@@ -102,10 +102,7 @@ class TaskFlows:
 
     def launch(self, v: int, k: int, now: float) -> None:
         x = self.execution
-        fp = x.flow_plans[v]
-        if id(fp) not in self._wide_plans:
-            self.exact.launch(v, k, now)
-            return
+        fp = x.flow_plans[v]  # a wide plan: Execution gives the others to the exact strategy (see runs)
         g = self.graphs.get(v) or self._make(v)
         x.result.activities += fp.flows
         run = VertexRun(v, k, now, 1)
@@ -160,10 +157,7 @@ class TaskFlows:
         return g
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
-        x, _, run, f = key
-        if f != SENTINEL:
-            self.exact.complete(act, key, now)
-            return
+        x, _, run, _ = key  # only a vertex execution's end (SENTINEL) reaches the driver: flows end in C++
         self.graphs[run.v].sentinel = None
         x.finish(run, now)
 
