@@ -135,10 +135,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise HcsimError("--network-model file applies to --platform FILE.xml; --system always runs 'raw'")
         topo = build_topology(args, notes)
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
-        if args.fast and (args.model or args.workload not in DATA_PARALLEL):
+        training = bool(args.model) and not args.inference  # --fast folds whole replicas of its layout
+        if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
-                f"--fast applies to data-parallel workloads, not {args.workload or args.model!r} "
-                f"(valid: {', '.join(DATA_PARALLEL)})"
+                f"--fast applies to data-parallel workloads and --model training, not {args.workload or args.model!r} "
+                f"(valid: {', '.join(DATA_PARALLEL)}, or --model without --inference)"
             )
         fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
         if args.fast and args.algorithm is not None:

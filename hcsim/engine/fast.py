@@ -7,7 +7,11 @@ Every caller that starts from a :class:`~hcsim.platform.Topology` (the CLI's ``r
 1. **fold** (:func:`hcsim.platform.symmetry.fold_system`: the paper systems' zone fold, or
    colour refinement of the ring's flow-link graph on any other topology): keep the XPUs
    whose ring has every hop class of the full ring, or run them all and say why; the workload is built on the kept ranks
-   with the full group size, so its collectives keep the full chunk and step count;
+   with the full group size, so its collectives keep the full chunk and step count. A
+   factory with a ``communication(topology)`` method (a parallel layout:
+   :class:`hcsim.workload.parallel.factory.TrainingWorkload`) names the units it repeats
+   and their flows instead (:func:`hcsim.platform.symmetry.fold_units`): whole replicas
+   are kept;
 2. **compile** the (folded) topology to a SimGrid platform in a temporary directory;
 3. **memoize** (:class:`hcsim.engine.memoize.MemoizedRings`): ring collectives run step
    by step and repeated steps on an unchanged network are skipped;
@@ -100,10 +104,14 @@ def simulate_system(
     refusal = None
     if fold:
         from hcsim.errors import HcsimError
-        from hcsim.platform.symmetry import fold_system
+        from hcsim.platform.symmetry import fold_system, fold_units
 
         try:
-            folded = fold_system(topology, coherent)
+            communication = getattr(workload, "communication", None)  # a factory that knows its units
+            if communication is not None:
+                folded = fold_units(topology, communication(topology), coherent)
+            else:
+                folded = fold_system(topology, coherent)
             topology, ranks, group = folded.topology, folded.ranks, folded.group
         except HcsimError as e:  # not provable here: the exact path, said once
             refusal = str(e)

@@ -93,7 +93,7 @@ from hcsim.platform.folding import Fold, _edge_key, _ranked_xpus, _xpu_type, fol
 from hcsim.platform.routing import Router
 from hcsim.platform.topology import Topology
 
-__all__ = ["fold_by_symmetry", "fold_system"]
+__all__ = ["UnitRing", "fold_by_symmetry", "fold_system", "fold_units"]
 
 _VALID = "valid: a topology whose data-parallel ring repeats its hop classes with the same per-link flow counts"
 _MEMORY_ATTRS = ("host_memory", "cxl_memory")
@@ -114,39 +114,106 @@ class _Flow:
 
 
 def fold_by_symmetry(topology: Topology, coherent: bool | None = None) -> Fold:
-    """Fold ``topology`` to the fewest representatives the selection rule keeps, checked by colour refinement.
+    """Fold ``topology``'s data-parallel ring to the fewest representatives the selection rule keeps.
 
-    See the module docstring for the rule and the proof; raises :class:`HcsimError`
-    (one line) where the check fails or nothing repeats. ``coherent`` says which remote
-    memory the run uses (``cxl_memory`` if true, ``host_memory`` if false, both if None).
+    The ring of XPUs in rank order is the :class:`UnitRing` of one-XPU units with one
+    cross flow (rank i -> rank i+1); see :func:`fold_units` and the module docstring for
+    the rule and the proof. Raises :class:`HcsimError` (one line) where the check fails
+    or nothing repeats. ``coherent`` says which remote memory the run uses
+    (``cxl_memory`` if true, ``host_memory`` if false, both if None).
     """
     name = str(topology.graph.get("name", ""))
     xpus = _ranked_xpus(topology, name, _refuse)
-    n = len(xpus)
-    if n < 3:
-        raise _refuse(name, f"a ring of {n} XPU(s) has nothing to fold")
+    if len(xpus) < 3:
+        raise _refuse(name, f"a ring of {len(xpus)} XPU(s) has nothing to fold")
+    return fold_units(topology, UnitRing([[x] for x in xpus], inner=[], cross=[("ring", 0, 0)]), coherent)
+
+
+@dataclass(frozen=True)
+class UnitRing:
+    """A workload's communication as a ring of identical *units* (what a fold keeps or drops whole).
+
+    ``units``: lists of XPU names of equal length, in ring order (a data-parallel
+    replica of a ``dp x tp x pp`` layout, an expert-parallel group of replicas, or one
+    XPU for a plain data-parallel ring); position ``i`` of every unit plays the same
+    role. ``inner``: flows ``(label, i, j)`` from position ``i`` to position ``j`` of
+    the same unit (tensor-parallel rings, pipeline p2p, all-to-alls: every pair a
+    collective of the unit may use). ``cross``: flows ``(label, i, j)`` from position
+    ``i`` of a unit to position ``j`` of the next unit, cyclically (the hops of ring
+    collectives over the units, e.g. the data-parallel gradient rings). In a folded run
+    the cross collectives keep the full group's chunk and step count (``group``); the
+    inner ones run unchanged inside every kept unit.
+    """
+
+    units: list[list[str]]
+    inner: list[tuple[str, int, int]]
+    cross: list[tuple[str, int, int]]
+
+
+def fold_units(topology: Topology, ring: UnitRing, coherent: bool | None = None) -> Fold:
+    """Keep the fewest whole units whose flows have every class of the full system's flows, and no other.
+
+    Colour refinement runs on the flow-link graph of *every* flow of ``ring`` (inner and
+    cross flows of all units, plus each XPU's memory flows), all taken as possibly
+    concurrent. An equitable partition stays equitable on any subset of its flow
+    colours, so whichever of these flows are in flight together at some instant (a
+    tensor-parallel ring of one stage while another stage's p2p and a gradient ring
+    run), a flow of colour c shares each link with the same number of flows of each
+    active colour in both systems, and progressive filling gives it the same rate (the
+    proof in the module docstring). Units are contracted along the ring of units as
+    XPUs are along the data-parallel ring (Selection), with a unit's letter being the
+    colours of its inner flows and of its cross flows to the next unit. The check then
+    requires the folded system's unit flows to show exactly the full system's set of
+    colours and its memory flows only full-system colours; otherwise the fold is
+    refused in one line (the caller runs every XPU). What the proof does not cover is
+    the same as for the ring: ranks that drift apart in the exact engine's pipelined
+    collectives, measured by the equivalence tests.
+    """
+    name = str(topology.graph.get("name", ""))
+    units = [list(u) for u in ring.units]
+    size = len(units[0]) if units else 0
+    if len(units) < 3:
+        raise _refuse(name, f"a ring of {len(units)} unit(s) has nothing to fold")
+    if size == 0 or any(len(u) != size for u in units):
+        raise _refuse(name, "its units are not all of the same size")
+    for _, i, j in (*ring.inner, *ring.cross):
+        if not (0 <= i < size and 0 <= j < size):
+            raise _refuse(name, f"a flow names position {max(i, j)} of units of {size} XPUs")
+    xpus = [x for u in units for x in u]
+    if len(set(xpus)) != len(xpus):
+        raise _refuse(name, "an XPU is in two units")
+    all_xpus = set(topology.nodes_of("xpu"))
+    if set(xpus) != all_xpus:
+        missing = next(iter(sorted(all_xpus - set(xpus))), None)
+        raise _refuse(name, f"XPU '{missing}' is in no unit (a fold stands for the whole system)")
     memories = _MEMORY_ATTRS if coherent is None else (("cxl_memory",) if coherent else ("host_memory",))
     _check_memory(topology, xpus, name, memories)
     router = Router(topology)
-    full = _flows(topology, router, xpus, "full", memories)
+    per_unit = len(ring.inner) + len(ring.cross)
+    full = _flows(topology, router, units, ring, "full", memories)
     alone = _refine([full])[0]
-    word = alone[:n]  # ring flows come first
-    shortest, refusal = 1, _refuse(name, "no hop class repeats along the ring (every XPU would be kept)")
+    word = [tuple(alone[u * per_unit : (u + 1) * per_unit]) for u in range(len(units))]
+    what = "XPU" if size == 1 else "unit"
+    shortest, refusal = 1, _refuse(name, f"no {'hop' if size == 1 else 'unit'} class repeats along the ring "
+                                         f"(every {what} would be kept)")  # fmt: skip
+    n_flows = len(units) * per_unit
     while True:
         kept, members, used = _select(word, shortest)
-        if len(kept) == n:
+        if len(kept) == len(units) or len(kept) < 2:
             raise refusal
-        ranks = [xpus[i] for i in kept]
-        folded = _build(topology, router, ranks, name, n, memories)
-        reduced = _flows(folded, Router(folded), ranks, "folded", memories)
+        kept_units = [units[u] for u in kept]
+        ranks = [x for u in kept_units for x in u]
+        folded = _build(topology, router, kept_units, ring, name, len(xpus))
+        reduced = _flows(folded, Router(folded), kept_units, ring, "folded", memories)
         colours_full, colours_folded = _refine([full, reduced])
         try:
-            _check_colours(colours_full, colours_folded, n, ranks, name)
+            _check_colours(colours_full, colours_folded, n_flows, len(kept) * per_unit, reduced, name, size == 1)
         except HcsimError as e:  # keep whole repetitions of the shortest period contracted, and check again
             refusal, shortest = e, used + 1
             continue
-        weights = {xpus[i]: len(members[i]) for i in kept}
-        return Fold(topology=folded, ranks=ranks, group=n, servers=[], racks=[], weights=weights, method="symmetry")
+        weights = {units[u][i]: len(members[u]) for u in kept for i in range(size)}
+        return Fold(topology=folded, ranks=ranks, group=len(xpus), servers=[], racks=[], weights=weights,
+                    method="symmetry")  # fmt: skip
 
 
 def _refuse(name: str, reason: str) -> HcsimError:
@@ -169,10 +236,22 @@ def _node_key(topology: Topology, node: str) -> tuple[Any, ...]:
     return (d.get("kind"), d.get("memory_kind"), d.get("capacity"))
 
 
-def _flows(topology: Topology, router: Router, ranks: list[str], tag: str, memories: tuple[str, ...]) -> list[_Flow]:
-    """Ring flows (rank i -> i+1, in order) then memory flows, on directed links tagged by graph."""
-    pairs: list[tuple[str, str, str]] = [("ring", a, b) for a, b in zip(ranks, ranks[1:] + ranks[:1], strict=True)]
-    for x in ranks:
+def _unit_pairs(units: list[list[str]], ring: UnitRing) -> list[tuple[str, str, str]]:
+    """(label, sender, receiver) of every unit flow: per unit its inner flows, then its cross flows."""
+    pairs = []
+    for u, unit in enumerate(units):
+        after = units[(u + 1) % len(units)]
+        pairs += [(label, unit[i], unit[j]) for label, i, j in ring.inner]
+        pairs += [(label, unit[i], after[j]) for label, i, j in ring.cross]
+    return pairs
+
+
+def _flows(
+    topology: Topology, router: Router, units: list[list[str]], ring: UnitRing, tag: str, memories: tuple[str, ...]
+) -> list[_Flow]:
+    """Unit flows (:func:`_unit_pairs`) then memory flows, on directed links tagged by graph."""
+    pairs = [(f"unit:{label}", a, b) for label, a, b in _unit_pairs(units, ring)]
+    for x in (x for u in units for x in u):
         for attr in memories:
             m = topology.nodes[x].get(attr)
             if m:
@@ -266,17 +345,17 @@ def _contract(
 
 
 def _build(
-    topology: Topology, router: Router, ranks: list[str], name: str, group: int, memories: tuple[str, ...]
+    topology: Topology, router: Router, units: list[list[str]], ring: UnitRing, name: str, group: int
 ) -> Topology:
-    """The sub-topology induced by the representatives, their memories, the routes between them and the gateways.
+    """The sub-topology induced by the kept units, their memories, the routes of their flows and the gateways.
 
-    Both memory attributes are kept with their routes (the folded system may run coherent or not); only
-    ``memories`` are flows of the check.
+    Both memory attributes are kept with their routes (the folded system may run coherent or not); only the
+    memories of the run are flows of the check.
     """
-    keep = set(ranks)
-    for a, b in zip(ranks, ranks[1:] + ranks[:1], strict=True):
+    keep = {x for u in units for x in u}
+    for _, a, b in _unit_pairs(units, ring):
         keep.update(router.path(a, b))
-    for x in ranks:
+    for x in [x for u in units for x in u]:
         for attr in _MEMORY_ATTRS:
             m = topology.nodes[x].get(attr)
             if m:
@@ -291,14 +370,23 @@ def _build(
     return induced_topology(topology, keep, name, group)
 
 
-def _check_colours(full: list[int], folded: list[int], n: int, ranks: list[str], name: str) -> None:
-    ring_full, ring_folded = set(full[:n]), folded[: len(ranks)]
-    for i, c in enumerate(ring_folded):
-        if c not in ring_full:
-            a, b = ranks[i], ranks[(i + 1) % len(ranks)]
-            raise _refuse(name, f"the folded hop '{a}'->'{b}' meets links or flow counts no full-ring hop meets")
-    lost = ring_full - set(ring_folded)
+def _check_colours(
+    full: list[int], folded: list[int], n: int, k: int, reduced: list[_Flow], name: str, ring: bool
+) -> None:
+    """The folded unit flows (the first ``k`` of ``folded``) show exactly the full ones' colours (the first ``n``)."""
+    unit_full, unit_folded = set(full[:n]), folded[:k]
+    for i, c in enumerate(unit_folded):
+        if c not in unit_full:
+            a, b = reduced[i].links[0][1], reduced[i].links[-1][2]
+            if ring:
+                raise _refuse(name, f"the folded hop '{a}'->'{b}' meets links or flow counts no full-ring hop meets")
+            what = str(reduced[i].start[0]).removeprefix("unit:")
+            raise _refuse(name, f"the folded {what} flow '{a}'->'{b}' meets links or flow counts no full-system "
+                                "flow of its kind meets")  # fmt: skip
+    lost = unit_full - set(unit_folded)
     if lost:
-        raise _refuse(name, f"the folded ring loses {len(lost)} of the full ring's {len(ring_full)} hop classes")
-    if not set(folded[len(ranks) :]) <= set(full[n:]):
+        if ring:
+            raise _refuse(name, f"the folded ring loses {len(lost)} of the full ring's {len(unit_full)} hop classes")
+        raise _refuse(name, f"the folded system loses {len(lost)} of the full system's {len(unit_full)} flow classes")
+    if not set(folded[k:]) <= set(full[n:]):
         raise _refuse(name, "a representative's memory flow meets links or flow counts the full system's do not")

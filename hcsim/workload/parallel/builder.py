@@ -65,6 +65,7 @@ def training_graph(
     view: Any = None,
     ops: Any = None,
     name: str | None = None,
+    group: int | None = None,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -75,10 +76,22 @@ def training_graph(
     or 3 (FSDP); ``dp_algorithm``/``tp_algorithm``: any registered allreduce (plug-ins and
     MSCCL-IR files too); ``mapping`` and ``view``: see :class:`RankGrid`; ``ops``: where
     the operators come from (default :mod:`hcsim.workload.models.ops`).
+
+    ``group``: in a folded run (:mod:`.units`), ``xpus`` are the representatives of a
+    system of ``group`` XPUs that ``layout`` describes: whole units (data-parallel
+    replicas, whole expert-parallel groups of them) in rank order. The graph then has
+    the kept replicas only, and their data-parallel collectives stand for the full
+    groups (each ring keeps the full chunk and step count, as in
+    :func:`hcsim.workload.builders.data_parallel`); ZeRO shards and the samples per
+    iteration are the full layout's.
     """
+    full = len(xpus) if group is None else group
     if isinstance(layout, str):
-        layout = Layout.parse(layout, len(xpus))
-    layout.check(len(xpus), spec)
+        layout = Layout.parse(layout, full)
+    layout.check(full, spec)
+    full_dp = layout.dp
+    if full != len(xpus):
+        layout, mapping, view = _representatives(layout, len(xpus)), list(xpus), None
     if microbatches is None:
         microbatches = 2 * layout.pp if layout.pp > 1 else 1
     for what, value in (("microbatches", microbatches), ("micro_batch", micro_batch)):
@@ -96,15 +109,15 @@ def training_graph(
     with _gc_paused():
         builder = _Builder(
             spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence, order_of, zero,
-            sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm,
+            sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm, full_dp,
         )  # fmt: skip
-        w = builder.build(name or f"{spec.name}-{layout}")
-    dp = layout.dp
+        w = builder.build(name or f"{spec.name}-{Layout(full_dp, layout.tp, layout.pp, layout.ep)}")
+    dp = full_dp
     w.graph.update(
         samples_per_iteration=dp * microbatches * micro_batch,
         batches_per_iteration=dp * microbatches,
         tokens_per_iteration=dp * microbatches * micro_batch * sequence,
-        layout=str(layout),
+        layout=str(Layout(full_dp, layout.tp, layout.pp, layout.ep)),
         microbatches=microbatches,
         schedule=schedule_name,
         zero=zero,
@@ -113,11 +126,23 @@ def training_graph(
     return w
 
 
+def _representatives(layout: Layout, kept: int) -> Layout:
+    """The layout of ``kept`` representative XPUs of ``layout``'s system: fewer replicas, whole EP groups."""
+    per_unit = layout.tp * layout.pp * layout.ep
+    if kept % per_unit or kept > layout.ranks:
+        raise HcsimError(
+            f"a folded run of layout {layout} has {kept} representative XPUs (valid: whole units of "
+            f"tp x pp x ep = {per_unit} XPUs, at most {layout.ranks})"
+        )
+    return Layout(kept // (layout.tp * layout.pp), layout.tp, layout.pp, layout.ep)
+
+
 class _Builder:
     """Walks every rank's schedule once, appending vertices and edges to flat lists."""
 
-    def __init__(self, spec, layout, grid, ops, m, tokens, order_of, zero, sp, dp_alg, tp_alg, a2a_alg) -> None:  # noqa: ANN001
+    def __init__(self, spec, layout, grid, ops, m, tokens, order_of, zero, sp, dp_alg, tp_alg, a2a_alg, full_dp):  # noqa: ANN001, ANN204
         self.spec, self.layout, self.grid, self.m, self.tokens = spec, layout, grid, m, tokens
+        self.full_dp = full_dp  # the replicas the graph's stand for (layout.dp unless folded)
         self.zero, self.sp = zero, sp
         self.algorithms = {"dp": dp_alg, "tp": tp_alg, "alltoall": a2a_alg}
         self.precision = spec.precision
@@ -258,9 +283,9 @@ class _Builder:
         unit_state: dict[str, float] = {}
         for unit, cost, _ in units:
             unit_activation[unit] = cost.activation_bytes
-            state = state_bytes(cost.params, self.bpv, self.zero, lay.dp)
+            state = state_bytes(cost.params, self.bpv, self.zero, self.full_dp)
             if isinstance(cost, UnitCost) and cost.expert_params:
-                state += state_bytes(cost.expert_params, self.bpv, self.zero, lay.dp // lay.ep)
+                state += state_bytes(cost.expert_params, self.bpv, self.zero, self.full_dp // lay.ep)
             unit_state[unit] = state
 
         pre, post = TP_PATTERNS[self.sp]
@@ -336,14 +361,14 @@ class _Builder:
                 gathers_b: list[str] = []
                 stream_last: dict[int, str] = {}  # replica -> its last gradient collective so far
                 for unit, cost, _ in reversed(self.units[p]):
-                    groups = [("dp", cost.params, [list(range(lay.dp))])]
+                    groups = [("dp", cost.params, [list(range(lay.dp))], self.full_dp)]
                     if isinstance(cost, UnitCost) and cost.expert_params:
-                        groups.append(
-                            ("edp", cost.expert_params, [list(range(e, lay.dp, lay.ep)) for e in range(lay.ep)])
-                        )
-                    for label, params, replica_sets in groups:
+                        sets = [list(range(e, lay.dp, lay.ep)) for e in range(lay.ep)]
+                        groups.append(("edp", cost.expert_params, sets, self.full_dp // lay.ep))
+                    for label, params, replica_sets, size in groups:
+                        stands = {} if size == len(replica_sets[0]) else {"group": size}  # a folded run
                         for gi, replicas in enumerate(replica_sets):
-                            if len(replicas) < 2 or params == 0:
+                            if size < 2 or params == 0:
                                 continue
                             scope = [grid.xpu(d, p, t) for d in replicas]
                             nbytes = params * self.bpv
@@ -353,7 +378,7 @@ class _Builder:
                             for kind in kinds:
                                 vertex = f"{base}.{kind}"
                                 alg = self.algorithms["dp"] if kind == "allreduce" else None
-                                self._comm(vertex, nbytes, kind, scope, alg, phase="dp")
+                                self._comm(vertex, nbytes, kind, scope, alg, phase="dp", **stands)
                                 self.edges.extend((u, vertex, False) for u in prev)
                                 prev = [vertex]
                             sync = prev[0]
@@ -364,7 +389,7 @@ class _Builder:
                                 continue
                             for pas, stream in (("F", gathers_f), ("B", gathers_b)):
                                 vertex = f"{base}.allgather.{pas}"
-                                self._comm(vertex, nbytes, "allgather", scope, None, phase="dp")
+                                self._comm(vertex, nbytes, "allgather", scope, None, phase="dp", **stands)
                                 self.edges.append((sync, vertex, True))
                                 self.edges.extend((vertex, self.first[(d, p, t, unit, pas)], False) for d in replicas)
                                 stream.append(vertex)

@@ -35,7 +35,7 @@ def add_training_options(r: argparse.ArgumentParser) -> None:
 def training_workload(args: argparse.Namespace) -> Callable[..., object]:
     """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` for training."""
     from hcsim.workload.models.spec import load_model
-    from hcsim.workload.parallel.builder import training_graph
+    from hcsim.workload.parallel.factory import TrainingWorkload
     from hcsim.workload.parallel.layout import Layout
 
     if args.workload:
@@ -46,27 +46,27 @@ def training_workload(args: argparse.Namespace) -> Callable[..., object]:
         raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
     spec = load_model(args.model)
 
-    def workload(ranks: list[str], group: int | None = None):  # noqa: ANN202 - a Workload
-        layout = Layout.parse(args.parallel or f"dp={len(ranks)}", len(ranks))
+    def layout_of(xpus: int) -> Layout:
+        layout = Layout.parse(args.parallel or f"dp={xpus}", xpus)
         if args.ep is not None:
             if layout.ep not in (1, args.ep):
                 raise HcsimError(f"--ep {args.ep} contradicts ep={layout.ep} in --parallel")
             if args.ep < 1:
                 raise HcsimError(f"--ep {args.ep} is invalid (valid: an integer >= 1)")
             layout = Layout(layout.dp, layout.tp, layout.pp, args.ep)
-        return training_graph(
-            spec,
-            layout,
-            ranks,
-            microbatches=args.microbatches,
-            micro_batch=args.micro_batch,
-            sequence=args.sequence,
-            schedule_name=args.schedule,
-            zero=args.zero,
-            sequence_parallel=args.sequence_parallel,
-            dp_algorithm=args.dp_algorithm,
-            tp_algorithm=args.tp_algorithm,
-            mapping=args.mapping,
-        )
+        return layout
 
-    return workload
+    # a factory that also names its units, so --fast folds whole replicas (hcsim.workload.parallel.units)
+    return TrainingWorkload(
+        spec,
+        layout_of,
+        microbatches=args.microbatches,
+        micro_batch=args.micro_batch,
+        sequence=args.sequence,
+        schedule_name=args.schedule,
+        zero=args.zero,
+        sequence_parallel=args.sequence_parallel,
+        dp_algorithm=args.dp_algorithm,
+        tp_algorithm=args.tp_algorithm,
+        mapping=args.mapping,
+    )

@@ -1,0 +1,157 @@
+"""What a fold may keep or drop whole in a parallel layout: its units and their flows.
+
+A ``dp x tp x pp (x ep)`` training iteration is the same program on every data-parallel
+replica: the replicas differ only in the data they train on, and meet only in the
+gradient collectives, which are rings over the replicas (one per stage and TP slice).
+With expert parallelism the replicas of one EP group also exchange tokens
+(all-to-alls), so the group of ``ep`` replicas is what repeats. :func:`layout_units`
+describes that as a :class:`~hcsim.platform.symmetry.UnitRing` for
+:func:`hcsim.platform.symmetry.fold_units`:
+
+* **units**: the EP groups of replicas (a replica when ``ep = 1``), in replica order,
+  each listing its XPUs in rank order (position ``(e*pp + p)*tp + t``: replica ``e`` of
+  the group, stage ``p``, TP slice ``t``);
+* **inner flows**: every (sender, receiver) pair the unit's own collectives use, taken
+  from the flow plans of the algorithms the run will use (TP allreduces, or the
+  sequence-parallel allgather/reduce-scatter; the EP all-to-alls; the gradient rings'
+  hops between replicas of one EP group), and the pipeline's p2p both ways;
+* **cross flows**: the hops of the gradient rings from a unit's last replica to the
+  next unit's first (and, with experts, from each replica to the one holding the same
+  experts in the next unit).
+
+The fold keeps whole units and the gradient collectives stand for the full groups
+(:func:`hcsim.workload.parallel.training_graph` with ``group``), which only a ring can
+do: a data-parallel algorithm that is not a ring (or a ring whose flows are not rank i
+-> rank i+1) is refused in one line, and the run simulates every XPU. Every unit must
+show the same pairs by position (checked), so what the fold models of one unit is what
+each unit runs.
+
+    >>> from hcsim.platform import cxl_system
+    >>> from hcsim.workload.parallel.layout import Layout
+    >>> ring = layout_units(Layout.parse("dp=4,tp=8,pp=2"), cxl_system(64))
+    >>> len(ring.units), len(ring.units[0]), len(ring.cross), len(ring.inner)
+    (4, 16, 16, 32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hcsim.errors import HcsimError
+from hcsim.platform.symmetry import UnitRing
+from hcsim.workload.parallel.comms import DP_SYNC, TP_PATTERNS
+from hcsim.workload.parallel.layout import Layout, RankGrid
+
+__all__ = ["layout_units"]
+
+_PROBE_BYTES = float(2**20)  # any size: the pairs of a plan do not depend on it
+
+
+def layout_units(
+    layout: Layout,
+    topology: Any,
+    *,
+    mapping: str | Sequence[str] | None = None,
+    zero: int = 0,
+    sequence_parallel: bool = False,
+    dp_algorithm: str = "ring",
+    tp_algorithm: str = "ring",
+    alltoall_algorithm: str = "direct",
+    experts: bool | None = None,
+) -> UnitRing:
+    """The units and flows of ``layout`` on ``topology``'s XPUs (module docstring); one-line errors.
+
+    ``experts``: whether the model has expert parameters (their gradient rings go over
+    the replicas holding the same experts); default ``layout.ep > 1``.
+    """
+    from hcsim.collectives import TopologyView
+    from hcsim.collectives.registry import algorithm, build_plan
+
+    xpus = topology.xpus()
+    layout.check(len(xpus))
+    grid = RankGrid(layout, xpus, mapping)
+    view = TopologyView.of_topology(topology)
+    dp, tp, pp, ep = layout.dp, layout.tp, layout.pp, layout.ep
+    experts = ep > 1 if experts is None else experts
+    count = dp // ep
+
+    def pos(e: int, p: int, t: int) -> int:
+        return (e * pp + p) * tp + t
+
+    units = [[grid.xpu(g * ep + e, p, t) for e in range(ep) for p in range(pp) for t in range(tp)]
+             for g in range(count)]  # fmt: skip
+
+    def pairs(kind: str, alg: str, scope: list[str], what: str) -> list[tuple[str, str]]:
+        plan = build_plan(kind, alg, scope, _PROBE_BYTES, view, compact=True)
+        out = list(dict.fromkeys((a, b) for a, b, size in zip(plan.src, plan.dst, plan.size, strict=True) if size))
+        members = set(scope)
+        for a, b in out:
+            if a not in members or b not in members:
+                outside = a if a not in members else b
+                raise HcsimError(
+                    f"layout {layout} cannot be folded: the {what} algorithm {alg!r} sends to '{outside}', outside "
+                    "its group (valid for a fold: collectives among the group's XPUs)"
+                )
+        return out
+
+    # inner flows, per unit, by position; every unit must give the same ones
+    inner: list[tuple[str, int, int]] | None = None
+    for g, unit in enumerate(units):
+        index = {x: i for i, x in enumerate(unit)}
+        found: list[tuple[str, int, int]] = []
+        for e in range(ep):
+            d = g * ep + e
+            for p in range(pp):
+                if tp > 1:
+                    pre, post = TP_PATTERNS[sequence_parallel]
+                    for kind in (k for k in (pre, post) if k):
+                        alg = tp_algorithm if kind == "allreduce" else _default(kind)
+                        found += [("tp", index[a], index[b]) for a, b in pairs(kind, alg, grid.tp_group(d, p), "TP")]
+                if p + 1 < pp:
+                    for t in range(tp):
+                        found += [("pp", pos(e, p, t), pos(e, p + 1, t)), ("pp", pos(e, p + 1, t), pos(e, p, t))]
+        if ep > 1:
+            for p in range(pp):
+                for t in range(tp):
+                    scope = grid.ep_group(g * ep, p, t)
+                    found += [("ep", index[a], index[b]) for a, b in pairs("alltoall", alltoall_algorithm, scope, "EP")]
+            if count * ep > 1:  # the gradient rings' hops between the replicas of one EP group
+                found += [("dp", pos(e, p, t), pos(e + 1, p, t)) for e in range(ep - 1) for p in range(pp)
+                          for t in range(tp)]  # fmt: skip
+        found = list(dict.fromkeys(found))
+        if inner is None:
+            inner = found
+        elif found != inner:
+            raise HcsimError(
+                f"layout {layout} cannot be folded: replica {g * ep}'s collectives use other pairs of XPUs than "
+                "replica 0's (valid for a fold: the same pattern in every replica)"
+            )
+    # cross flows: the gradient rings, which must be rings to stand for the full group
+    cross: list[tuple[str, int, int]] = []
+    if dp > 1:
+        kinds = list(DP_SYNC[zero]) + (["allgather"] if zero == 3 else [])
+        for kind in kinds:
+            alg = dp_algorithm if kind == "allreduce" else _default(kind)
+            if not algorithm(kind, alg).ring:
+                raise HcsimError(
+                    f"layout {layout} cannot be folded: the data-parallel {kind} algorithm {alg!r} is not a ring "
+                    "(valid for a fold: a ring, which can stand for the full group)"
+                )
+            scope = grid.dp_group(0, 0)
+            ring = list(zip(scope, scope[1:] + scope[:1], strict=True))
+            if pairs(kind, alg, scope, "data-parallel") != ring:
+                raise HcsimError(
+                    f"layout {layout} cannot be folded: the data-parallel {kind} algorithm {alg!r} does not send "
+                    "rank i -> rank i+1 (valid for a fold: a ring in rank order)"
+                )
+        cross += [("dp", pos(ep - 1, p, t), pos(0, p, t)) for p in range(pp) for t in range(tp)]
+        if experts and ep > 1 and count > 1:
+            cross += [("edp", pos(e, p, t), pos(e, p, t)) for e in range(ep) for p in range(pp) for t in range(tp)]
+    return UnitRing(units, inner or [], cross)
+
+
+def _default(kind: str) -> str:
+    from hcsim.workload.graph import ALGORITHMS
+
+    return ALGORITHMS[kind][0]
