@@ -5,7 +5,10 @@
 and leaf-spine builders, a user's heterogeneous servers) from what decides a ring
 step's timing: the ring flows' routes, the links' attributes and which flows share them.
 :func:`fold_system` is what the engine calls: the zone fold where it applies (the paper
-systems keep their results to the last bit), this one otherwise.
+systems keep their results to the last bit), this one otherwise. :func:`fold_units`
+is the general form: a ring of *units* (a parallel layout's data-parallel replicas,
+:mod:`hcsim.workload.parallel.units`) with flows inside each unit and to the next;
+the data-parallel ring is its case of one-XPU units (docs/fast-paths.md has both).
 
 The flow-link graph and its colours
 -----------------------------------
