@@ -153,3 +153,30 @@ def test_a_topology_where_no_unit_repeats_is_refused_in_one_line():
 def test_a_folded_run_of_part_of_a_unit_is_refused():
     with pytest.raises(HcsimError, match="whole units of tp x pp x ep = 8 XPUs"):
         training_graph(DENSE, "tp=4,pp=2", [f"x{i}" for i in range(12)], group=64)
+
+
+@pytest.mark.slow
+def test_cxl_256_tp8_keeps_four_servers_and_equals_the_exact_engine():
+    work = TrainingWorkload(DENSE, "tp=8")
+    exact = simulate_system(cxl_system(256), work, record_flows=False)
+    run = simulate_system(cxl_system(256), work, fold=True, record_flows=False)
+    assert len(run.fold.ranks) == 32  # first and last server of each of the two racks
+    assert abs(run.makespan / exact.makespan - 1) < 0.01
+
+
+@pytest.mark.slow
+def test_run_model_fast_folds_and_agrees_with_the_exact_run(tmp_path):
+    import json
+
+    from test_cli import run as cli
+
+    config = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8, "intermediate_size": 4096,
+              "vocab_size": 32000, "max_position_embeddings": 512}  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    common = ("run", "--system", "cxl", "--xpus", 256, "--model", path, "--parallel", "tp=8", "--json")
+    exact, fast = cli(*common), cli(*common, "--fast")
+    assert exact.returncode == 0 and fast.returncode == 0, fast.stderr
+    assert "cannot be folded" not in fast.stderr
+    a, b = json.loads(exact.stdout)["makespan_s"], json.loads(fast.stdout)["makespan_s"]
+    assert abs(b / a - 1) < 0.01
