@@ -84,5 +84,5 @@ fi
 case "$job" in
   setup) ;;
   demo) exec "$venv/bin/hcsim" demo "$@" ;;
-  test) exec "$py" -m pytest "$@" ;;
+  test) exec "$py" -m pytest -n "${HCSIM_TEST_WORKERS:-auto}" "$@" ;;
 esac
