@@ -18,6 +18,54 @@ together, and the next step starts when the last one has ended. On top of that:
   that duration and touches no one. If another flow starts on its links it is
   *materialized*: launched with the bytes it has left, paying its latency again.
 
+Overlapping rings
+-----------------
+Data-parallel training starts one gradient allreduce per bucket as the backward pass
+reaches it; when a ring takes longer than the compute between buckets, rings pile up
+on the same links (LLaMA2-13B on the 1024-XPU fat tree: up to 37 rings at once, each
+of 2046 steps), none is ever alone, and nothing above applies. Two things keep that
+case cheap, and neither changes what SimGrid computes:
+
+* **Group counters.** Rings of one *layout* (the same flows between the same hosts)
+  whose flows cross pairwise disjoint links form a :class:`RingGroup`. Flow f of one
+  ring then shares links with flow f of the others and with no other of their flows,
+  so everything the group's rings do to each other is a count per flow index: flows in
+  flight, starts and ends. A ring reads the others' part as the group's count minus
+  its own (``busy``: others in flight on flow f; ``quiet``: no start or end of another
+  since its step began; ``disturbed``: none during flow f's flight), where it used to
+  be told of each of the others' flows one ring at a time (O(rings) per flow). Only
+  rings skipping or holding virtual flows, which must act at once, are still told
+  (``fragile``). The decisions are the same, so are the results: fat trees k = 4, 8
+  and 16 give the previous code's iteration times and flow counts to the last digit.
+* **Twins.** Flows f and g of a group's layout are *twins* if (1) their routes have
+  the same latency and the same links' attributes (bandwidth, latency, sharing policy,
+  as a multiset), and (2) no other flow can cross their links: no remote-memory flow,
+  no flow of a communication vertex run by another strategy, no flow of another ring
+  layout (all read from the execution's plans before the first ring starts). Then the
+  links of f carry exactly the f-flows of the group's rings, and those of g the
+  g-flows, and both sets start at the same instants (their rings' step starts) with
+  the same sizes. Every link of f's route carries the same flows, so a flow's share
+  is the same function of the number of flows in flight (and of the route's
+  attributes, equal for f and g) on every one of them: the two subsystems are
+  isomorphic and get the same inputs, so every g-flow ends when its ring's f-flow ends,
+  whatever the network model (the platform must be stationary, as the skipping above
+  already assumes). So only the first flow of each twin class (its *representative*)
+  runs in SimGrid; the twins are counted in ``memoized_flows``, and a step still ends
+  with its last representative, which is when its last flow would have ended. On the
+  folded fat tree a ring's 8 flows are 3 classes (under one edge switch, edge to edge,
+  pod to pod): 3 flows per step instead of 8, the same iteration time to the last
+  digit (``tests/test_memoize_overlap.py`` checks 1e-12 against twins off).
+  Should a flow cross a twin's links anyway (none can within one execution; it is
+  guarded), the group's twins become flows of their own on the spot: a twin of a
+  representative in flight is launched with the bytes its representative has left,
+  paying its latency again like a materialized flow.
+
+Why not skip by the *joint* state of the rings (skip a stretch when the set of steps in
+progress repeats)? It does not repeat: measured on the 1024-XPU fat tree, five
+overlapping rings settle into constant step intervals that differ from ring to ring
+(496.139 us against 495.294 us), so their relative phases drift; with thirty rings
+every ring's interval moves by nanoseconds from one step to the next.
+
 What it approximates (the contract; numbers in ``docs/fast-paths.md``, held by
 ``tests/test_fast.py`` within 1% at 8..128 XPUs and at the sweeps' extremes): the exact
 ring is pipelined, ranks drift by amounts a step-synchronous ring does not have; and a
