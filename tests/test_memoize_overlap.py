@@ -46,16 +46,18 @@ def _overlapping(trace) -> int:
     return most
 
 
-LINKS = [
-    {},
-    {"host_link": ("16GBps", "5us"), "fabric_link": ("16GBps", "5us")},
-    {"host_link": ("12.5GBps", "100us"), "fabric_link": ("12.5GBps", "100us")},
+# (k, links): k = 4 at the studies' extremes; k = 8 (128 XPUs, 254 steps a ring) overlaps more rings for longer
+CASES = [
+    (4, {}),
+    (4, {"host_link": ("16GBps", "5us"), "fabric_link": ("16GBps", "5us")}),
+    (4, {"host_link": ("12.5GBps", "100us"), "fabric_link": ("12.5GBps", "100us")}),
+    pytest.param(8, {}, marks=pytest.mark.slow),  # ~10 s quiet, 35 s loaded
 ]
 
 
-@pytest.mark.parametrize("links", LINKS, ids=["12.5GBps-5us", "16GBps", "100us"])
-def test_overlapping_rings_on_a_folded_fat_tree_agree_with_the_exact_engine(compile_cached, monkeypatch, links):
-    topo = fat_tree(4, **links)
+@pytest.mark.parametrize("k,links", CASES, ids=["k4", "k4-16GBps", "k4-100us", "k8"])
+def test_overlapping_rings_on_a_folded_fat_tree_agree_with_the_exact_engine(compile_cached, monkeypatch, k, links):
+    topo = fat_tree(k, **links)
     exact = _llama(topo, compile_cached, memoize=False)
     memo = _llama(topo, compile_cached, memoize=True)
     assert exact.fold is not None and len(exact.fold.ranks) == 8  # the symmetry fold, on both
