@@ -451,6 +451,8 @@ class MemoizedRings:
         rings = self.rings
         if len(rings) == 1 and rings[0] is owner:  # a ring's own flow, no other ring: the common case
             return
+        if group is not None and not self.fragile and not self.loose and len(self.groups) == 1:
+            return  # overlapping rings of one group: the counters have it all
         if group is not None and self.fragile:
             for r in [r for r in self.fragile if r.group is group and r is not owner]:
                 hit = self._hits(r, links)
@@ -520,7 +522,7 @@ class MemoizedRings:
     def _launch_flow(self, r: RingRun, f: int, size: int, now: float) -> None:
         src, dst = self.execution.flow_hosts[r.v]
         x = self.execution
-        x.flow(src[f], dst[f], size, ActivityKey(x, COMM, r, f), now, r.flow_links[f])
+        x.flow(src[f], dst[f], size, (x, COMM, r, f), now, r.flow_links[f])  # laid out as ActivityKey (records.py)
 
     def _virtual_duration(self, r: RingRun, f: int, size: int) -> float:
         """How long flow f of a step takes for ``size`` bytes alone on its links (from its measured solo step)."""
