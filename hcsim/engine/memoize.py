@@ -18,6 +18,54 @@ together, and the next step starts when the last one has ended. On top of that:
   that duration and touches no one. If another flow starts on its links it is
   *materialized*: launched with the bytes it has left, paying its latency again.
 
+Overlapping rings
+-----------------
+Data-parallel training starts one gradient allreduce per bucket as the backward pass
+reaches it; when a ring takes longer than the compute between buckets, rings pile up
+on the same links (LLaMA2-13B on the 1024-XPU fat tree: up to 37 rings at once, each
+of 2046 steps), none is ever alone, and nothing above applies. Two things keep that
+case cheap, and neither changes what SimGrid computes:
+
+* **Group counters.** Rings of one *layout* (the same flows between the same hosts)
+  whose flows cross pairwise disjoint links form a :class:`RingGroup`. Flow f of one
+  ring then shares links with flow f of the others and with no other of their flows,
+  so everything the group's rings do to each other is a count per flow index: flows in
+  flight, starts and ends. A ring reads the others' part as the group's count minus
+  its own (``busy``: others in flight on flow f; ``quiet``: no start or end of another
+  since its step began; ``disturbed``: none during flow f's flight), where it used to
+  be told of each of the others' flows one ring at a time (O(rings) per flow). Only
+  rings skipping or holding virtual flows, which must act at once, are still told
+  (``fragile``). The decisions are the same, so are the results: fat trees k = 4, 8
+  and 16 give the previous code's iteration times and flow counts to the last digit.
+* **Twins.** Flows f and g of a group's layout are *twins* if (1) their routes have
+  the same latency and the same links' attributes (bandwidth, latency, sharing policy,
+  as a multiset), and (2) no other flow can cross their links: no remote-memory flow,
+  no flow of a communication vertex run by another strategy, no flow of another ring
+  layout (all read from the execution's plans before the first ring starts). Then the
+  links of f carry exactly the f-flows of the group's rings, and those of g the
+  g-flows, and both sets start at the same instants (their rings' step starts) with
+  the same sizes. Every link of f's route carries the same flows, so a flow's share
+  is the same function of the number of flows in flight (and of the route's
+  attributes, equal for f and g) on every one of them: the two subsystems are
+  isomorphic and get the same inputs, so every g-flow ends when its ring's f-flow ends,
+  whatever the network model (the platform must be stationary, as the skipping above
+  already assumes). So only the first flow of each twin class (its *representative*)
+  runs in SimGrid; the twins are counted in ``memoized_flows``, and a step still ends
+  with its last representative, which is when its last flow would have ended. On the
+  folded fat tree a ring's 8 flows are 3 classes (under one edge switch, edge to edge,
+  pod to pod): 3 flows per step instead of 8, the same iteration time to the last
+  digit (``tests/test_memoize_overlap.py`` checks 1e-12 against twins off).
+  Should a flow cross a twin's links anyway (none can within one execution; it is
+  guarded), the group's twins become flows of their own on the spot: a twin of a
+  representative in flight is launched with the bytes its representative has left,
+  paying its latency again like a materialized flow.
+
+Why not skip by the *joint* state of the rings (skip a stretch when the set of steps in
+progress repeats)? It does not repeat: measured on the 1024-XPU fat tree, five
+overlapping rings settle into constant step intervals that differ from ring to ring
+(496.139 us against 495.294 us), so their relative phases drift; with thirty rings
+every ring's interval moves by nanoseconds from one step to the next.
+
 What it approximates (the contract; numbers in ``docs/fast-paths.md``, held by
 ``tests/test_fast.py`` within 1% at 8..128 XPUs and at the sweeps' extremes): the exact
 ring is pipelined, ranks drift by amounts a step-synchronous ring does not have; and a
@@ -36,10 +84,13 @@ from typing import Any
 from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 
-__all__ = ["MemoizedRings", "RingRun"]
+__all__ = ["MemoizedRings", "RingGroup", "RingRun"]
 
 # timer tags: a skip ends; the virtual flows of a step have all arrived
 SKIP_END, VIRTUAL_END = 0, 1
+# at most this many flow entries of other vertices are read to find the links other traffic may cross (past it:
+# no twins, which is always exact)
+_OTHER_FLOWS_SCANNED = 200_000
 
 
 class RingRun(VertexRun):
@@ -50,26 +101,27 @@ class RingRun(VertexRun):
         "flow_links", "flow_latency", "solo", "flow_start", "flow_size", "disturbed", "real", "virtual_count",
         "virtual_start", "virtual_size", "virtual_end", "step_generation", "disjoint", "flows_on_link", "hits",
         "unmeasured", "slowest_first", "foreign", "busy", "step_id", "vends", "vpos", "vends_step",
+        "group", "rep", "reps", "own_inflight", "own_events", "own_events_at", "quiet_mark", "disturb_mark", "acts",
     )  # fmt: skip
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
         super().__init__(v, k, start, 0)
         self.steps, self.steps_done = steps, 0
         self.real_left = 0  # flows of the current step still in SimGrid
-        self.step_start, self.quiet = start, True  # quiet: no other flow crossed the ring's links this step
+        self.step_start, self.quiet = start, True  # quiet: no flow from outside the group crossed its links
         self.skip: tuple[float, float, int] | None = None  # (since, step duration, steps skipped) while skipping
         self.skip_generation = 0  # a SKIP_END timer of an older generation was cancelled
         self.links: frozenset[str] = frozenset()  # links the ring's flows cross
         # per flow of a step: links, route latency, measured solo duration of a full chunk, start and size
-        # when launched, whether another flow crossed its links meanwhile
+        # when launched, whether a flow from outside the group crossed its links meanwhile
         self.flow_links: list[frozenset[str]] = []
         self.flow_latency: list[float] = []
         self.solo: list[float | None] = []
         self.flow_start: list[float] = []
         self.flow_size: list[int] = []
         self.disturbed: list[bool] = []
-        # flows of the step in SimGrid; the other virtual_count flows are virtual, started at virtual_start
-        # with virtual_size bytes, the last of them arriving at virtual_end
+        # flows of the step in SimGrid; the other virtual_count representatives are virtual, started at
+        # virtual_start with virtual_size bytes, the last of them arriving at virtual_end
         self.real: set[int] = set()
         self.virtual_count, self.virtual_start, self.virtual_size, self.virtual_end = 0, start, 0, start
         self.step_generation = 0  # a VIRTUAL_END timer of an older generation is stale
@@ -77,15 +129,53 @@ class RingRun(VertexRun):
         self.flows_on_link: dict[str, list[int]] = {}  # link -> flows of a step that cross it
         self.hits: dict[frozenset[str], tuple[int, ...]] = {}  # a route's links -> flows of a step it shares one with
         self.unmeasured: set[int] = set()  # flows whose solo duration is not measured yet
-        self.slowest_first: list[int] | None = None  # flows with a known solo duration (None: stale)
-        self.foreign: list[int] = []  # per flow of a step: other flows in flight that share one of its links
-        self.busy: set[int] = set()  # flows of a step with foreign > 0
+        self.slowest_first: list[int] | None = None  # representatives with a known solo duration (None: stale)
+        # per flow of a step: flows in flight from outside the group that share one of its links; busy: those > 0
+        self.foreign: list[int] = []
+        self.busy: set[int] = set()
         # the virtual flows' ends of step number step_id, latest first, sorted once per step (vends_step) when
         # the first of them is materialized; vpos: the first that is still virtual. Recomputing the maximum at
         # every materialization cost O(flows) each: quadratic in the ring's size when latency-bound steps
         # materialize flow after flow (256 H100 at 100 us: slower than the exact engine)
         self.step_id, self.vends_step, self.vpos = 0, -1, 0
         self.vends: list[tuple[float, int]] = []
+        # the ring's group (rings of the same layout, see RingGroup) or None; rep[f]: the flow that stands for f
+        # (f itself unless f is a twin); reps: the flows that stand for themselves, in order
+        self.group: RingGroup | None = None
+        self.rep: list[int] = []
+        self.reps: list[int] = []
+        # the ring's own part of its group's counters (so that the others' part is the difference), the marks
+        # of the group's counters when its step started (quiet_mark) and each flow was launched (disturb_mark),
+        # and each flow's SimGrid activity while in flight
+        self.own_inflight: list[int] = []
+        self.own_events, self.own_events_at = 0, []  # all flow starts and ends of the ring; per flow index
+        self.quiet_mark = 0
+        self.disturb_mark: list[int] = []
+        self.acts: list[Any] = []
+
+
+class RingGroup:
+    """The rings in progress with one layout (the same flows on the same routes), none sharing a link between flows.
+
+    Their flows meet only flow by flow: flow f of one ring shares links with flow f of the
+    others and with nothing else of theirs. So what the group's rings do to each other is
+    counted once per flow index (in flight, starts and ends), and each ring reads the
+    others' part as the group's count minus its own, instead of every ring being told of
+    every flow of the others (which made each flow cost O(rings): 37 overlapping gradient
+    rings in LLaMA2-13B on a fat tree). ``rep``/``reps``: the twin classes (see the module
+    docstring), ``class_links`` the links of flows that have a twin.
+    """
+
+    __slots__ = ("layout", "rings", "inflight", "events_at", "events", "links", "rep", "reps", "class_links")
+
+    def __init__(self, layout: tuple, links: frozenset[str], n: int, rep: list[int]) -> None:
+        self.layout, self.links = layout, links
+        self.rings: list[RingRun] = []
+        self.inflight = [0] * n  # flows of the group's rings in flight, per flow index
+        self.events_at = [0] * n  # their starts and ends, per flow index
+        self.events = 0  # all of them
+        self.rep, self.reps = rep, [f for f in range(n) if rep[f] == f]
+        self.class_links: frozenset[str] = frozenset()
 
 
 class MemoizedRings:
@@ -95,8 +185,14 @@ class MemoizedRings:
         self.execution = execution
         self.exact = exact  # for rings of a single rank (no step)
         self.rings: list[RingRun] = []  # in progress
-        self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
-        self.inflight: dict[Any, frozenset[str]] = {}  # every flow in flight -> its links
+        self.groups: dict[tuple, RingGroup] = {}  # layout -> its group, while it has rings in progress
+        self.loose: list[RingRun] = []  # rings in progress in no group (two of their flows share a link)
+        self.fragile: set[RingRun] = set()  # rings skipping or with virtual flows: told of every flow at once
+        self.routes: dict[tuple[str, str], tuple[frozenset[str], float, tuple]] = {}
+        self.inflight: dict[Any, tuple[frozenset[str], RingGroup | None]] = {}  # every flow in flight -> links, group
+        self.twin_plan: dict[tuple, list[int]] = {}  # layout -> rep of each flow (twin classes), decided once
+        self.other_links: frozenset[str] | None = None  # links any flow other than a ring layout's may cross
+        self.layout_links: dict[tuple, frozenset[str]] | None = None
         execution.driver.observe(self)
 
     # ------------------------------------------------------------------ the strategy protocol
@@ -116,8 +212,8 @@ class MemoizedRings:
         r = RingRun(v, k, now, fp.steps)
         src, dst = x.flow_hosts[v]
         routes = [self._route(a, b) for a, b in zip(src, dst, strict=True)]
-        r.flow_links = [links for links, _ in routes]
-        r.flow_latency = [lat for _, lat in routes]
+        r.flow_links = [route[0] for route in routes]
+        r.flow_latency = [route[1] for route in routes]
         r.links = frozenset().union(*r.flow_links)
         r.disjoint = len(r.links) == sum(len(fl) for fl in r.flow_links)
         n = len(routes)
@@ -125,10 +221,22 @@ class MemoizedRings:
             for link in links:
                 r.flows_on_link.setdefault(link, []).append(f)
         r.unmeasured = set(range(n))
+        r.own_inflight, r.own_events_at, r.disturb_mark, r.acts = [0] * n, [0] * n, [0] * n, [None] * n
+        r.rep, r.reps = list(range(n)), list(range(n))
+        if r.disjoint:
+            layout = tuple((a.name, b.name) for a, b in zip(src, dst, strict=True))
+            group = self.groups.get(layout)
+            if group is None:
+                group = self.groups[layout] = self._new_group(layout, r, routes)
+            group.rings.append(r)
+            r.group, r.rep, r.reps = group, group.rep, group.reps
+        else:
+            self.loose.append(r)
         r.foreign = [0] * n
-        for links in self.inflight.values():
-            for f in self._hits(r, links):
-                r.foreign[f] += 1
+        for links, group in self.inflight.values():
+            if group is None or group is not r.group:
+                for f in self._hits(r, links):
+                    r.foreign[f] += 1
         r.busy = {f for f in range(n) if r.foreign[f]}
         r.solo, r.flow_start, r.flow_size, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
         self.rings.append(r)
@@ -140,7 +248,9 @@ class MemoizedRings:
         if r.__class__ is not RingRun:  # a ring of one rank, run by the exact strategy
             self.exact.complete(act, key, now)
             return
-        if not r.disturbed[f] and r.flow_size[f] == self.execution.flow_plans[r.v].size[0]:
+        g = r.group
+        alone = not r.disturbed[f] and (g is None or g.events_at[f] - r.own_events_at[f] == r.disturb_mark[f])
+        if alone and r.flow_size[f] == self.execution.flow_plans[r.v].size[0]:
             solo = now - r.flow_start[f]
             if solo != r.solo[f]:
                 r.solo[f] = solo
@@ -166,53 +276,233 @@ class MemoizedRings:
         r.skip = None
         self.execution.result.memoized_flows += left * len(self.execution.flow_plans[r.v])
         r.steps_done = r.steps
+        self._finish(r, now)
+
+    # ------------------------------------------------------------------ groups and twins
+    def _new_group(self, layout: tuple, r: RingRun, routes: list[tuple[frozenset[str], float, tuple]]) -> RingGroup:
+        """A group for ``r``'s layout, with its twin classes unless a flow in flight crosses their links."""
+        rep = self.twin_plan.get(layout)
+        if rep is None:
+            rep = self.twin_plan[layout] = self._twins(layout, routes)
+        group = RingGroup(layout, r.links, len(routes), list(rep))
+        if len(group.reps) < len(rep):
+            twinned = {rep[f] for f in range(len(rep)) if rep[f] != f}
+            group.class_links = frozenset().union(*(r.flow_links[f] for f in range(len(rep)) if rep[f] in twinned))
+            if any(not links.isdisjoint(group.class_links) for links, _ in self.inflight.values()):
+                group.rep, group.reps, group.class_links = list(range(len(rep))), list(range(len(rep))), frozenset()
+        return group
+
+    def _twins(self, layout: tuple, routes: list[tuple[frozenset[str], float, tuple]]) -> list[int]:
+        """rep[f] for the flows of a (disjoint) ring layout: the first flow of f's twin class, or f."""
+        n = len(routes)
+        other = self._other_links(layout)
+        rep = list(range(n))
+        if other is None:
+            return rep
+        first: dict[tuple, int] = {}
+        for f, (links, _, signature) in enumerate(routes):
+            if links.isdisjoint(other):
+                rep[f] = first.setdefault(signature, f)
+        return rep
+
+    def _other_links(self, layout: tuple) -> frozenset[str] | None:
+        """Links that a flow other than this layout's ring flows may cross (None: too many flows to tell)."""
+        if self.layout_links is None:
+            self.layout_links, self.other_links = self._traffic()
+        if self.other_links is None:
+            return None
+        links = set(self.other_links)
+        for key, used in self.layout_links.items():
+            if key != layout:
+                links.update(used)
+        return frozenset(links)
+
+    def _traffic(self) -> tuple[dict[tuple, frozenset[str]], frozenset[str] | None]:
+        """The links of each ring layout, and those of every other flow the execution can start (read once).
+
+        Other flows: remote-memory flows of compute vertices, and the flows of every
+        communication vertex not run by this strategy. None if there are more than
+        ``_OTHER_FLOWS_SCANNED`` of them to read.
+        """
+        x = self.execution
+        layouts: dict[tuple, frozenset[str]] = {}
+        pairs: dict[tuple[str, str], tuple[Any, Any]] = {}
+        scanned = 0
+        for v, fp in enumerate(x.flow_plans):
+            if fp is None:
+                cp = x.compute_plan[v]
+                if cp is not None and cp.remote is not None:
+                    pairs[(cp.remote.name, cp.host.name)] = (cp.remote, cp.host)
+                continue
+            src, dst = x.flow_hosts[v]
+            if x.strategy_of[v] is self and fp.steps:
+                key = tuple((a.name, b.name) for a, b in zip(src, dst, strict=True))
+                if key not in layouts:
+                    layouts[key] = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
+                continue
+            scanned += len(src)
+            if scanned > _OTHER_FLOWS_SCANNED:
+                return layouts, None
+            for a, b in zip(src, dst, strict=True):
+                if a is not None and b is not None:
+                    pairs[(a.name, b.name)] = (a, b)
+        other: set[str] = set()
+        for a, b in pairs.values():
+            other.update(self._route(a, b)[0])
+        return layouts, frozenset(other)
+
+    def _break_twins(self, group: RingGroup, now: float) -> None:
+        """A flow from outside the group crosses a twin's links: every twin becomes a flow of its own.
+
+        A twin whose representative is in SimGrid is launched with the bytes its
+        representative has left (paying its latency again, like a materialized flow); a
+        twin of a virtual representative stays virtual with the representative's solo time.
+        """
+        n = len(group.rep)
+        rep = group.rep
+        group.rep, group.reps, group.class_links = list(range(n)), list(range(n)), frozenset()
+        launches = []
+        for r in group.rings:
+            r.rep, r.reps = group.rep, group.reps
+            r.slowest_first, r.vends_step = None, -1
+            if r.skip is not None:
+                continue
+            for g in range(n):
+                f = rep[g]
+                if f == g:
+                    continue
+                if r.solo[g] is None and r.solo[f] is not None:
+                    r.solo[g] = r.solo[f]
+                    r.unmeasured.discard(g)
+                if f in r.real:
+                    act = r.acts[f]
+                    if act is not None:  # still in flight: g has what f has left
+                        launches.append((r, g, max(1, int(round(act.remaining)))))
+                elif r.virtual_count:
+                    r.virtual_count += 1  # a twin of a virtual flow is virtual on its own
+        result = self.execution.result
+        for r, g, size in launches:
+            r.real.add(g)
+            r.real_left += 1
+            r.flow_start[g], r.flow_size[g], r.disturbed[g] = now, size, True
+            result.memoized_flows -= 1
+            result.activities += 1
+            self._launch_flow(r, g, size, now)
+
+    def _finish(self, r: RingRun, now: float) -> None:
         self.rings.remove(r)
+        self.fragile.discard(r)
+        group = r.group
+        if group is None:
+            self.loose.remove(r)
+        else:
+            group.rings.remove(r)
+            if not group.rings:
+                del self.groups[group.layout]
         self.execution.finish(r, now)
+
+    def _fragile(self, r: RingRun) -> None:
+        if r.skip is not None or r.virtual_count:
+            self.fragile.add(r)
+        else:
+            self.fragile.discard(r)
 
     # ------------------------------------------------------------------ observing the network
     def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
         if links is None:
             links = self._route(src, dst)[0]
-        self.inflight[act] = links
+        owner = key[2]  # key: an ActivityKey layout (its run)
+        group = owner.group if owner.__class__ is RingRun and key[0] is self.execution else None
+        self.inflight[act] = (links, group)
+        if group is not None:
+            f = key[3]
+            group.inflight[f] += 1
+            group.events_at[f] += 1
+            group.events += 1
+            owner.own_inflight[f] += 1
+            owner.own_events_at[f] += 1
+            owner.own_events += 1
+            owner.acts[f] = act
         if self.rings:
-            self._network_changed(key[2], now, links, 1)  # key: an ActivityKey layout (its run)
+            self._network_changed(owner, group, now, links, 1)
 
     def flow_ended(self, act: Any, key: Any, now: float) -> None:
-        links = self.inflight.pop(act)
+        links, group = self.inflight.pop(act)
+        owner = key[2]
+        if group is not None:
+            f = key[3]
+            group.inflight[f] -= 1
+            group.events_at[f] += 1
+            group.events += 1
+            owner.own_inflight[f] -= 1
+            owner.own_events_at[f] += 1
+            owner.own_events += 1
+            owner.acts[f] = None
         if self.rings:
-            self._network_changed(key[2], now, links, -1)
+            self._network_changed(owner, group, now, links, -1)
 
-    def _network_changed(self, owner: VertexRun, now: float, links: frozenset[str], change: int) -> None:
-        """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here."""
+    def _network_changed(self, owner: VertexRun, group: RingGroup | None, now: float, links: frozenset[str],
+                         change: int) -> None:  # fmt: skip
+        """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here.
+
+        A flow of ``group`` counts for the group's other rings through the group's counters;
+        only those of them skipping or with virtual flows are told at once.
+        """
         rings = self.rings
         if len(rings) == 1 and rings[0] is owner:  # a ring's own flow, no other ring: the common case
             return
-        for r in list(rings):
-            if r is owner:
+        if group is not None and not self.fragile and not self.loose and len(self.groups) == 1:
+            return  # overlapping rings of one group: the counters have it all
+        if group is not None and self.fragile:
+            for r in [r for r in self.fragile if r.group is group and r is not owner]:
+                hit = self._hits(r, links)
+                if hit:
+                    if r.skip is not None:
+                        self._interrupt(r, now)
+                    if change > 0 and r.virtual_count:
+                        for f in hit:
+                            if r.virtual_count and f not in r.real and r.rep[f] == f:
+                                self._materialize(r, f, now)
+        for other in list(self.groups.values()):
+            if other is group or links.isdisjoint(other.links):
                 continue
-            hit = self._hits(r, links)
-            if hit:
-                r.quiet = False
-                if r.skip is not None:
-                    self._interrupt(r, now)
-                for f in hit:
-                    r.disturbed[f] = True
-                    r.foreign[f] += change
-                    if r.foreign[f]:
-                        r.busy.add(f)
-                    else:
-                        r.busy.discard(f)
-                    if change > 0 and r.virtual_count and f not in r.real:
-                        self._materialize(r, f, now)
+            if other.class_links and not links.isdisjoint(other.class_links):
+                self._break_twins(other, now)
+            for r in list(other.rings):
+                self._outside(r, now, links, change)
+        for r in list(self.loose):
+            if r is not owner:
+                self._outside(r, now, links, change)
+
+    def _outside(self, r: RingRun, now: float, links: frozenset[str], change: int) -> None:
+        """A flow from outside ``r``'s group started (+1) or ended (-1)."""
+        hit = self._hits(r, links)
+        if hit:
+            r.quiet = False
+            if r.skip is not None:
+                self._interrupt(r, now)
+            for f in hit:
+                r.disturbed[f] = True
+                r.foreign[f] += change
+                if r.foreign[f]:
+                    r.busy.add(f)
+                else:
+                    r.busy.discard(f)
+                if change > 0 and r.virtual_count and f not in r.real and r.rep[f] == f:
+                    self._materialize(r, f, now)
 
     # ------------------------------------------------------------------ steps
-    def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float]:
-        """Links (names; each direction of a duplex link has its own) and latency of a route, cached."""
+    def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float, tuple]:
+        """Links (names; each direction of a duplex link has its own), latency and link attributes of a route."""
         key = (src.name, dst.name)
         hit = self.routes.get(key)
         if hit is None:
             links, latency = src.route_to(dst)
-            hit = self.routes[key] = (frozenset(link.name for link in links), latency)
+            signature = (
+                latency,
+                tuple(sorted((link.bandwidth, link.latency, str(link.get_sharing_policy())) for link in links)),
+            )
+            hit = self.routes[key] = (frozenset(link.name for link in links), latency, signature)
         return hit
 
     @staticmethod
@@ -232,7 +522,7 @@ class MemoizedRings:
     def _launch_flow(self, r: RingRun, f: int, size: int, now: float) -> None:
         src, dst = self.execution.flow_hosts[r.v]
         x = self.execution
-        x.flow(src[f], dst[f], size, ActivityKey(x, COMM, r, f), now, r.flow_links[f])
+        x.flow(src[f], dst[f], size, (x, COMM, r, f), now, r.flow_links[f])  # laid out as ActivityKey (records.py)
 
     def _virtual_duration(self, r: RingRun, f: int, size: int) -> float:
         """How long flow f of a step takes for ``size`` bytes alone on its links (from its measured solo step)."""
@@ -244,7 +534,7 @@ class MemoizedRings:
         """When the last flow of the step still virtual arrives (the step's start if none): amortized O(1)."""
         if r.vends_step != r.step_id:
             start, real = r.virtual_start, r.real
-            ends = [(start + self._virtual_duration(r, g, size), g) for g in range(len(r.flow_links)) if g not in real]
+            ends = [(start + self._virtual_duration(r, g, size), g) for g in r.reps if g not in real]
             ends.sort(reverse=True)
             r.vends, r.vpos, r.vends_step = ends, 0, r.step_id
         ends, pos, real = r.vends, r.vpos, r.real
@@ -257,6 +547,7 @@ class MemoizedRings:
         """Another flow starts on a virtual flow's links: run what it has left in SimGrid from now on."""
         r.real.add(f)
         r.virtual_count -= 1
+        self._fragile(r)
         size = r.virtual_size
         dur = self._virtual_duration(r, f, size)
         elapsed = now - r.virtual_start
@@ -277,44 +568,55 @@ class MemoizedRings:
         self._launch_flow(r, f, rest, now)
 
     def _step(self, r: RingRun, now: float, size: int) -> None:
-        """Start a step: flows whose links carry nothing else and whose solo time is known stay virtual."""
+        """Start a step: representatives whose links carry nothing else and whose solo time is known stay virtual."""
         fp = self.execution.flow_plans[r.v]
         n = len(fp)
         r.step_start = r.virtual_start = r.virtual_end = now
         r.virtual_size, r.quiet = size, True
         r.step_generation += 1
         r.step_id += 1
-        for o in list(self.rings):  # another ring alone on links this step needs is not alone any more
-            if o is r:
-                continue
-            hit = self._hits(o, r.links)
-            if not hit:
-                continue
-            if o.skip is not None:
-                self._interrupt(o, now)  # its skip assumed it had those links to itself
-            for g in hit:
-                if o.virtual_count and g not in o.real:
-                    self._materialize(o, g, now)
+        if self.fragile:  # another ring alone on links this step needs is not alone any more
+            for o in [o for o in self.fragile if o is not r]:
+                hit = self._hits(o, r.links)
+                if not hit:
+                    continue
+                if o.skip is not None:
+                    self._interrupt(o, now)  # its skip assumed it had those links to itself
+                for g in hit:
+                    if o.virtual_count and g not in o.real and o.rep[g] == g:
+                        self._materialize(o, g, now)
+        group = r.group
         busy = r.busy
-        real = busy | r.unmeasured if r.disjoint else set(range(n))
-        virtual_count = n - len(real)
+        if group is not None:
+            inflight = group.inflight
+            busy = busy | {f for f in r.reps if inflight[f]}
+            r.quiet_mark = group.events - r.own_events
+        reps = r.reps
+        if r.disjoint:
+            real = {f for f in reps if f in busy or f in r.unmeasured}
+        else:
+            real = set(range(n))
+        virtual_count = len(reps) - len(real)
         if virtual_count:
             if size == fp.size[0]:  # a full chunk: each virtual flow takes its solo time; the slowest ends the step
                 if r.slowest_first is None:
-                    r.slowest_first = sorted((f for f in range(n) if r.solo[f] is not None), key=lambda f: -r.solo[f])
+                    r.slowest_first = sorted((f for f in reps if r.solo[f] is not None), key=lambda f: -r.solo[f])
                 for f in r.slowest_first:
                     if f not in real:
                         r.virtual_end = now + r.solo[f]  # type: ignore[operator]
                         break
             else:
-                r.virtual_end = max(now + self._virtual_duration(r, f, size) for f in range(n) if f not in real)
+                r.virtual_end = max(now + self._virtual_duration(r, f, size) for f in reps if f not in real)
         r.real, r.virtual_count = real, virtual_count
+        self._fragile(r)
         result = self.execution.result
-        result.memoized_flows += virtual_count
+        result.memoized_flows += n - len(real)  # virtual representatives and every twin
         r.real_left = len(real)
         result.activities += len(real)
         for f in sorted(real):
             r.flow_start[f], r.flow_size[f], r.disturbed[f] = now, size, f in busy
+            if group is not None:
+                r.disturb_mark[f] = group.events_at[f] - r.own_events_at[f]
             self._launch_flow(r, f, size, now)
         if not real:
             self._timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
@@ -324,16 +626,22 @@ class MemoizedRings:
         r.step_generation += 1
         r.steps_done += 1
         if r.steps_done >= r.steps:
-            self.rings.remove(r)
-            self.execution.finish(r, now)
+            self._finish(r, now)
             return
         d = now - r.step_start
-        if r.quiet and not r.busy:  # alone on its links, and nothing else is in flight on them
+        group = r.group
+        quiet, busy = r.quiet, bool(r.busy)
+        if group is not None:
+            quiet = quiet and group.events - r.own_events == r.quiet_mark
+            busy = busy or any(group.inflight[f] for f in r.reps)
+        if quiet and not busy:  # alone on its links, and nothing else is in flight on them
             left = r.steps - r.steps_done
             r.skip = (now, d, left)
             r.skip_generation += 1
+            self.fragile.add(r)
             self._timer(now + left * d, SKIP_END, r, r.skip_generation)
             return
+        self._fragile(r)
         self._step(r, now, self.execution.flow_plans[r.v].size[0])
 
     def _interrupt(self, r: RingRun, now: float) -> None:
@@ -347,6 +655,7 @@ class MemoizedRings:
         r.skip_generation += 1  # cancels the timer
         r.step_generation += 1
         r.steps_done += whole
+        self._fragile(r)
         fp = self.execution.flow_plans[r.v]
         self.execution.result.memoized_flows += whole * len(fp)
         part = max(0.0, elapsed - whole)
