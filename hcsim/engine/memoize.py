@@ -24,6 +24,15 @@ ring is pipelined, ranks drift by amounts a step-synchronous ring does not have;
 materialized flow pays its latency twice. Both are measured, not bounded in closed
 form: 3e-6 on one rack, -0.36% at 64 XPUs in four racks, -0.55% at 256.
 
+**Families.** Rings whose steps have the same flows (hosts, hence routes: the gradient
+buckets of one data-parallel group) see the network alike, so what a flow start or end
+does to them is kept once per :class:`RingFamily`: per flow of a step, the flows in
+flight sharing a link with it and the starts and ends that did; each ring subtracts its
+own. A start or end thus costs O(families) plus the rings that can act on it (skipping,
+or with virtual flows still under way), not O(rings): on the non-coherent system 26
+gradient rings overlap at 1024 XPUs, and updating each of them on every flow of every
+other was a third of the run.
+
 It needs to see every flow on the network, so it observes the driver
 (:class:`~hcsim.engine.driver.FlowObserver`) rather than trusting its callers: every
 flow started through the driver, of this execution or any other sharing it, counts.
@@ -46,28 +55,37 @@ class RingRun(VertexRun):
     """A ring collective run step by step, with its skipping state."""
 
     __slots__ = (
-        "steps", "steps_done", "real_left", "step_start", "quiet", "skip", "skip_generation", "links",
+        "steps", "steps_done", "real_left", "step_start", "quiet", "skip", "skip_generation", "family",
         "flow_links", "flow_latency", "solo", "flow_start", "flow_size", "disturbed", "real", "virtual_count",
-        "virtual_start", "virtual_size", "virtual_end", "step_generation", "disjoint", "flows_on_link", "hits",
-        "unmeasured", "slowest_first", "foreign", "busy", "step_id", "vends", "vpos", "vends_step", "virtual_longest",
+        "virtual_start", "virtual_size", "virtual_end", "step_generation", "unmeasured", "slowest_first", "step_id",
+        "vends", "vpos", "vends_step", "virtual_longest", "order", "own_events", "own_touched", "seen", "quiet_since",
+        "special",
     )  # fmt: skip
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
         super().__init__(v, k, start, 0)
         self.steps, self.steps_done = steps, 0
         self.real_left = 0  # flows of the current step still in SimGrid
-        self.step_start, self.quiet = start, True  # quiet: no other flow crossed the ring's links this step
+        # quiet: no other flow crossed the ring's links this step, unless the family's count of starts and ends
+        # on them (less the ring's own) moved from quiet_since
+        self.step_start, self.quiet, self.quiet_since = start, True, 0
         self.skip: tuple[float, float, int] | None = None  # (since, step duration, steps skipped) while skipping
         self.skip_generation = 0  # a SKIP_END timer of an older generation was cancelled
-        self.links: frozenset[str] = frozenset()  # links the ring's flows cross
+        self.family: RingFamily | None = None  # the rings with the same flows; links the ring's flows cross
+        self.order = 0  # launch order: rings act on a flow start or end in this order
         # per flow of a step: links, route latency, measured solo duration of a full chunk, start and size
-        # when launched, whether another flow crossed its links meanwhile
+        # when launched, whether another flow crossed its links meanwhile (disturbed when launched, or the
+        # family's starts and ends on it, less the ring's own, moved from seen)
         self.flow_links: list[frozenset[str]] = []
         self.flow_latency: list[float] = []
         self.solo: list[float | None] = []
         self.flow_start: list[float] = []
         self.flow_size: list[int] = []
         self.disturbed: list[bool] = []
+        self.seen: list[int] = []
+        self.own_events: list[int] = []  # per flow of a step: starts and ends of the ring's own flows on its links
+        self.own_touched = 0  # starts and ends of the ring's own flows
+        self.special = False  # in MemoizedRings.special: skipping, or virtual flows may still need materializing
         # flows of the step in SimGrid; the other virtual_count flows are virtual, started at virtual_start
         # with virtual_size bytes, the last of them arriving at virtual_end
         self.real: set[int] = set()
@@ -76,19 +94,52 @@ class RingRun(VertexRun):
         # reaches it, every virtual flow of the step has arrived (see MemoizedRings._arrived)
         self.virtual_longest = 0.0
         self.step_generation = 0  # a VIRTUAL_END timer of an older generation is stale
-        self.disjoint = False  # no two flows of a step share a link
-        self.flows_on_link: dict[str, list[int]] = {}  # link -> flows of a step that cross it
-        self.hits: dict[frozenset[str], tuple[int, ...]] = {}  # a route's links -> flows of a step it shares one with
         self.unmeasured: set[int] = set()  # flows whose solo duration is not measured yet
         self.slowest_first: list[int] | None = None  # flows with a known solo duration (None: stale)
-        self.foreign: list[int] = []  # per flow of a step: other flows in flight that share one of its links
-        self.busy: set[int] = set()  # flows of a step with foreign > 0
         # the virtual flows' ends of step number step_id, latest first, sorted once per step (vends_step) when
         # the first of them is materialized; vpos: the first that is still virtual. Recomputing the maximum at
         # every materialization cost O(flows) each: quadratic in the ring's size when latency-bound steps
         # materialize flow after flow (256 H100 at 100 us: slower than the exact engine)
         self.step_id, self.vends_step, self.vpos = 0, -1, 0
         self.vends: list[tuple[float, int]] = []
+
+
+class RingFamily:
+    """Rings in progress whose steps have the same flows, and what the network does on their links.
+
+    Counted once for all of them, per flow f of a step: ``inflight[f]``, the flows in
+    flight (any owner) sharing a link with f (``busy``: the f with one); ``events[f]``,
+    the flow starts and ends that shared a link with f; ``touched``, those that shared a
+    link with any flow. A ring's own flows count here too: each ring keeps its own
+    starts and ends (``RingRun.own_events``, ``own_touched``) and subtracts them; its own
+    flows in flight need no subtracting, because busy is read only when the ring has
+    none (a step starts or ends).
+    """
+
+    __slots__ = ("key", "links", "disjoint", "flows_on_link", "hits", "inflight", "busy", "events", "touched", "rings")
+
+    def __init__(self, key: tuple[frozenset[str], ...], links: frozenset[str]) -> None:
+        self.key, self.links = key, links  # the flows' links, and all of them
+        self.disjoint = len(links) == sum(len(fl) for fl in key)  # no two flows of a step share a link
+        self.flows_on_link: dict[str, list[int]] = {}  # link -> flows of a step that cross it
+        for f, fl in enumerate(key):
+            for link in fl:
+                self.flows_on_link.setdefault(link, []).append(f)
+        self.hits: dict[frozenset[str], tuple[int, ...]] = {}  # a route's links -> flows it shares one with
+        self.inflight, self.events = [0] * len(key), [0] * len(key)
+        self.busy: set[int] = set()
+        self.touched = 0
+        self.rings = 0  # members in progress
+
+    def hit(self, links: frozenset[str]) -> tuple[int, ...]:
+        """Flows of a step that share a link with ``links`` (routes recur: cached)."""
+        hit = self.hits.get(links)
+        if hit is None:
+            found: set[int] = set()
+            for link in links:
+                found.update(self.flows_on_link.get(link, ()))
+            hit = self.hits[links] = tuple(sorted(found))
+        return hit
 
 
 class MemoizedRings:
@@ -100,6 +151,13 @@ class MemoizedRings:
         self.rings: list[RingRun] = []  # in progress
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
         self.inflight: dict[Any, frozenset[str]] = {}  # every flow in flight -> its links
+        self.families: dict[tuple[frozenset[str], ...], RingFamily] = {}  # of the rings in progress
+        self.family_list: list[RingFamily] = []
+        self.interned: dict[frozenset[str], frozenset[str]] = {}  # one object per link set: dict keys compare by id
+        # rings that may act on a flow start or end (skipping, or with virtual flows not all arrived), in launch
+        # order; the others only count, and their family counts for them
+        self.special: list[RingRun] = []
+        self.launched = 0
         execution.driver.observe(self)
 
     # ------------------------------------------------------------------ the strategy protocol
@@ -121,19 +179,25 @@ class MemoizedRings:
         routes = [self._route(a, b) for a, b in zip(src, dst, strict=True)]
         r.flow_links = [links for links, _ in routes]
         r.flow_latency = [lat for _, lat in routes]
-        r.links = frozenset().union(*r.flow_links)
-        r.disjoint = len(r.links) == sum(len(fl) for fl in r.flow_links)
+        key = tuple(r.flow_links)
+        fam = self.families.get(key)
+        if fam is None:
+            links = frozenset().union(*r.flow_links)
+            fam = self.families[key] = RingFamily(key, self.interned.setdefault(links, links))
+            self.family_list.append(fam)
+            inflight = fam.inflight
+            for links in self.inflight.values():
+                for f in fam.hit(links):
+                    inflight[f] += 1
+            fam.busy = {f for f, c in enumerate(inflight) if c}
+        fam.rings += 1
+        r.family = fam
         n = len(routes)
-        for f, links in enumerate(r.flow_links):
-            for link in links:
-                r.flows_on_link.setdefault(link, []).append(f)
         r.unmeasured = set(range(n))
-        r.foreign = [0] * n
-        for links in self.inflight.values():
-            for f in self._hits(r, links):
-                r.foreign[f] += 1
-        r.busy = {f for f in range(n) if r.foreign[f]}
         r.solo, r.flow_start, r.flow_size, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
+        r.seen, r.own_events = [0] * n, [0] * n
+        self.launched += 1
+        r.order = self.launched
         self.rings.append(r)
         self._step(r, now, fp.size[0])
 
@@ -143,7 +207,11 @@ class MemoizedRings:
         if r.__class__ is not RingRun:  # a ring of one rank, run by the exact strategy
             self.exact.complete(act, key, now)
             return
-        if not r.disturbed[f] and r.flow_size[f] == self.execution.flow_plans[r.v].size[0]:
+        if (
+            not r.disturbed[f]
+            and r.family.events[f] - r.own_events[f] == r.seen[f]  # type: ignore[union-attr]
+            and r.flow_size[f] == self.execution.flow_plans[r.v].size[0]
+        ):
             solo = now - r.flow_start[f]
             if solo != r.solo[f]:
                 r.solo[f] = solo
@@ -169,8 +237,7 @@ class MemoizedRings:
         r.skip = None
         self.execution.result.memoized_flows += left * len(self.execution.flow_plans[r.v])
         r.steps_done = r.steps
-        self.rings.remove(r)
-        self.execution.finish(r, now)
+        self._finish(r, now)
 
     # ------------------------------------------------------------------ observing the network
     def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
@@ -186,27 +253,72 @@ class MemoizedRings:
             self._network_changed(key[2], now, links, -1)
 
     def _network_changed(self, owner: VertexRun, now: float, links: frozenset[str], change: int) -> None:
-        """A flow started (+1) or ended (-1): rings it shares a link with are not quiet; skips stop here."""
-        rings = self.rings
-        if len(rings) == 1 and rings[0] is owner:  # a ring's own flow, no other ring: the common case
-            return
-        for r in list(rings):
+        """A flow started (+1) or ended (-1): skips on its links stop, virtual flows there launch; families count it.
+
+        The rings that act come first, as when every ring counted for itself in launch order
+        and acted before counting: a skip interrupted here restarts from the network as it
+        was before this start or end.
+        """
+        if self.special:
+            self._act(owner, now, links, change > 0)
+        for fam in self.family_list:
+            hit = fam.hits.get(links)
+            if hit is None:
+                hit = fam.hit(links)
+            if not hit:
+                continue
+            inflight, events, busy = fam.inflight, fam.events, fam.busy
+            for f in hit:
+                inflight[f] += change
+                events[f] += 1
+                if inflight[f]:
+                    busy.add(f)
+                else:
+                    busy.discard(f)
+            fam.touched += 1
+            if owner.__class__ is RingRun and owner.family is fam:  # type: ignore[attr-defined]
+                own = owner.own_events  # type: ignore[attr-defined]
+                for f in hit:
+                    own[f] += 1
+                owner.own_touched += 1  # type: ignore[attr-defined]
+
+    def _act(self, owner: Any, now: float, links: frozenset[str], started: bool) -> None:
+        """The special rings (launch order) that ``links`` hit: a skip stops; a start launches virtual flows."""
+        for r in self._specials(now):
             if r is owner:
                 continue
-            hit = self._hits(r, links)
-            if hit:
-                r.quiet = False
-                if r.skip is not None:
-                    self._interrupt(r, now)
+            hit = r.family.hit(links)  # type: ignore[union-attr]
+            if not hit:
+                continue
+            if r.skip is not None:
+                self._interrupt(r, now)
+            if started:
                 for f in hit:
-                    r.disturbed[f] = True
-                    r.foreign[f] += change
-                    if r.foreign[f]:
-                        r.busy.add(f)
-                    else:
-                        r.busy.discard(f)
-                    if change > 0 and r.virtual_count and f not in r.real and not self._arrived(r, now):
+                    if r.virtual_count and f not in r.real and not self._arrived(r, now):
                         self._materialize(r, f, now)
+
+    def _specials(self, now: float) -> list[RingRun]:
+        """The rings that may act on a flow start or end, in launch order; drops those that cannot any more.
+
+        A ring stepping whose virtual flows have all arrived (:meth:`_arrived`) stays so until
+        its step ends, and one without virtual flows gets none before its next step.
+        """
+        keep = [r for r in self.special if r.skip is not None or (r.virtual_count and not self._arrived(r, now))]
+        for r in self.special:
+            r.special = False
+        for r in keep:
+            r.special = True
+        self.special = keep
+        return list(keep)
+
+    def _make_special(self, r: RingRun) -> None:
+        if not r.special:
+            r.special = True
+            special = self.special
+            i = len(special)
+            while i and special[i - 1].order > r.order:
+                i -= 1
+            special.insert(i, r)
 
     # ------------------------------------------------------------------ steps
     def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float]:
@@ -216,17 +328,6 @@ class MemoizedRings:
         if hit is None:
             links, latency = src.route_to(dst)
             hit = self.routes[key] = (frozenset(link.name for link in links), latency)
-        return hit
-
-    @staticmethod
-    def _hits(r: RingRun, links: frozenset[str]) -> tuple[int, ...]:
-        """Flows of a step of ``r`` that share a link with ``links`` (routes recur: cached)."""
-        hit = r.hits.get(links)
-        if hit is None:
-            found: set[int] = set()
-            for link in links:
-                found.update(r.flows_on_link.get(link, ()))
-            hit = r.hits[links] = tuple(sorted(found))
         return hit
 
     def _timer(self, at: float, tag: int, r: RingRun, generation: int) -> None:
@@ -298,24 +399,27 @@ class MemoizedRings:
         """Start a step: flows whose links carry nothing else and whose solo time is known stay virtual."""
         fp = self.execution.flow_plans[r.v]
         n = len(fp)
+        fam = r.family
         r.step_start = r.virtual_start = r.virtual_end = now
         r.virtual_size, r.quiet = size, True
+        r.quiet_since = fam.touched - r.own_touched  # type: ignore[union-attr]
         r.step_generation += 1
         r.step_id += 1
-        for o in list(self.rings):  # another ring alone on links this step needs is not alone any more
-            if o is r:
-                continue
-            hit = self._hits(o, r.links)
-            if not hit:
-                continue
-            if o.skip is not None:
-                self._interrupt(o, now)  # its skip assumed it had those links to itself
-            if o.virtual_count and not self._arrived(o, now):
-                for g in hit:
-                    if o.virtual_count and g not in o.real:
-                        self._materialize(o, g, now)
-        busy = r.busy
-        real = busy | r.unmeasured if r.disjoint else set(range(n))
+        if self.special:  # another ring alone on links this step needs is not alone any more
+            for o in self._specials(now):
+                if o is r:
+                    continue
+                hit = o.family.hit(fam.links)  # type: ignore[union-attr]
+                if not hit:
+                    continue
+                if o.skip is not None:
+                    self._interrupt(o, now)  # its skip assumed it had those links to itself
+                if o.virtual_count and not self._arrived(o, now):
+                    for g in hit:
+                        if o.virtual_count and g not in o.real:
+                            self._materialize(o, g, now)
+        busy = set(fam.busy)  # type: ignore[union-attr]  # the ring has no flow in flight: all are others'
+        real = busy | r.unmeasured if fam.disjoint else set(range(n))  # type: ignore[union-attr]
         virtual_count = n - len(real)
         if virtual_count:
             if size == fp.size[0]:  # a full chunk: each virtual flow takes its solo time; the slowest ends the step
@@ -334,8 +438,12 @@ class MemoizedRings:
         result.memoized_flows += virtual_count
         r.real_left = len(real)
         result.activities += len(real)
+        if virtual_count:
+            self._make_special(r)
+        events, own = fam.events, r.own_events  # type: ignore[union-attr]
         for f in sorted(real):
             r.flow_start[f], r.flow_size[f], r.disturbed[f] = now, size, f in busy
+            r.seen[f] = events[f] - own[f]
             self._launch_flow(r, f, size, now)
         if not real:
             self._timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
@@ -345,17 +453,32 @@ class MemoizedRings:
         r.step_generation += 1
         r.steps_done += 1
         if r.steps_done >= r.steps:
-            self.rings.remove(r)
-            self.execution.finish(r, now)
+            self._finish(r, now)
             return
         d = now - r.step_start
-        if r.quiet and not r.busy:  # alone on its links, and nothing else is in flight on them
+        fam = r.family
+        quiet = r.quiet and fam.touched - r.own_touched == r.quiet_since  # type: ignore[union-attr]
+        if quiet and not fam.busy:  # type: ignore[union-attr]  # alone on its links, nothing else in flight there
             left = r.steps - r.steps_done
             r.skip = (now, d, left)
             r.skip_generation += 1
+            self._make_special(r)
             self._timer(now + left * d, SKIP_END, r, r.skip_generation)
             return
         self._step(r, now, self.execution.flow_plans[r.v].size[0])
+
+    def _finish(self, r: RingRun, now: float) -> None:
+        """The ring's last step is over: it leaves (and its family, if it was the last of it)."""
+        self.rings.remove(r)
+        if r.special:
+            r.special = False
+            self.special.remove(r)
+        fam = r.family
+        fam.rings -= 1  # type: ignore[union-attr]
+        if not fam.rings:  # type: ignore[union-attr]
+            del self.families[fam.key]  # type: ignore[union-attr]
+            self.family_list.remove(fam)  # type: ignore[arg-type]
+        self.execution.finish(r, now)
 
     def _interrupt(self, r: RingRun, now: float) -> None:
         """A flow starts on the links of a skipping ring: keep the whole steps elapsed, resume the current one."""
