@@ -156,7 +156,7 @@ class MemoizedRings:
         self.interned: dict[frozenset[str], frozenset[str]] = {}  # one object per link set: dict keys compare by id
         # rings that may act on a flow start or end (skipping, or with virtual flows not all arrived), in launch
         # order; the others only count, and their family counts for them
-        self.special: list[RingRun] = []
+        self.special: tuple[RingRun, ...] = ()  # a tuple: replaced, never changed, so safe to walk while acting
         self.launched = 0
         execution.driver.observe(self)
 
@@ -267,14 +267,14 @@ class MemoizedRings:
                 hit = fam.hit(links)
             if not hit:
                 continue
-            inflight, events, busy = fam.inflight, fam.events, fam.busy
+            inflight, events = fam.inflight, fam.events
             for f in hit:
-                inflight[f] += change
+                c = inflight[f] = inflight[f] + change
                 events[f] += 1
-                if inflight[f]:
-                    busy.add(f)
-                else:
-                    busy.discard(f)
+                if c == 0:
+                    fam.busy.discard(f)
+                elif c == 1 and change > 0:
+                    fam.busy.add(f)
             fam.touched += 1
             if owner.__class__ is RingRun and owner.family is fam:  # type: ignore[attr-defined]
                 own = owner.own_events  # type: ignore[attr-defined]
@@ -297,19 +297,26 @@ class MemoizedRings:
                     if r.virtual_count and f not in r.real and not self._arrived(r, now):
                         self._materialize(r, f, now)
 
-    def _specials(self, now: float) -> list[RingRun]:
+    def _specials(self, now: float) -> tuple[RingRun, ...]:
         """The rings that may act on a flow start or end, in launch order; drops those that cannot any more.
 
         A ring stepping whose virtual flows have all arrived (:meth:`_arrived`) stays so until
         its step ends, and one without virtual flows gets none before its next step.
         """
-        keep = [r for r in self.special if r.skip is not None or (r.virtual_count and not self._arrived(r, now))]
-        for r in self.special:
-            r.special = False
-        for r in keep:
-            r.special = True
-        self.special = keep
-        return list(keep)
+        special, arrived = self.special, self._arrived
+        for r in special:
+            if r.skip is None and (not r.virtual_count or arrived(r, now)):
+                break
+        else:
+            return special
+        keep = []
+        for r in special:
+            if r.skip is not None or (r.virtual_count and not arrived(r, now)):
+                keep.append(r)
+            else:
+                r.special = False
+        self.special = tuple(keep)
+        return self.special
 
     def _make_special(self, r: RingRun) -> None:
         if not r.special:
@@ -318,7 +325,7 @@ class MemoizedRings:
             i = len(special)
             while i and special[i - 1].order > r.order:
                 i -= 1
-            special.insert(i, r)
+            self.special = (*special[:i], r, *special[i:])
 
     # ------------------------------------------------------------------ steps
     def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float]:
@@ -472,7 +479,7 @@ class MemoizedRings:
         self.rings.remove(r)
         if r.special:
             r.special = False
-            self.special.remove(r)
+            self.special = tuple(o for o in self.special if o is not r)
         fam = r.family
         fam.rings -= 1  # type: ignore[union-attr]
         if not fam.rings:  # type: ignore[union-attr]
