@@ -85,7 +85,7 @@ class RingRun(VertexRun):
         self.seen: list[int] = []
         self.own_events: list[int] = []  # per flow of a step: starts and ends of the ring's own flows on its links
         self.own_touched = 0  # starts and ends of the ring's own flows
-        self.special = False  # in MemoizedRings.special: skipping, or virtual flows may still need materializing
+        self.special = False  # in its family's special: skipping, or virtual flows may still need materializing
         # flows of the step in SimGrid; the other virtual_count flows are virtual, started at virtual_start
         # with virtual_size bytes, the last of them arriving at virtual_end
         self.real: set[int] = set()
@@ -104,6 +104,10 @@ class RingRun(VertexRun):
         self.vends: list[tuple[float, int]] = []
 
 
+def _launch_order(r: RingRun) -> int:
+    return r.order
+
+
 class RingFamily:
     """Rings in progress whose steps have the same flows, and what the network does on their links.
 
@@ -116,7 +120,10 @@ class RingFamily:
     none (a step starts or ends).
     """
 
-    __slots__ = ("key", "links", "disjoint", "flows_on_link", "hits", "inflight", "busy", "events", "touched", "rings")
+    __slots__ = (
+        "key", "links", "disjoint", "flows_on_link", "hits", "inflight", "busy", "events", "touched", "rings",
+        "special",
+    )  # fmt: skip
 
     def __init__(self, key: tuple[frozenset[str], ...], links: frozenset[str]) -> None:
         self.key, self.links = key, links  # the flows' links, and all of them
@@ -130,6 +137,10 @@ class RingFamily:
         self.busy: set[int] = set()
         self.touched = 0
         self.rings = 0  # members in progress
+        # members that may act on a flow start or end (skipping, or with virtual flows not all arrived), in
+        # launch order; the others only count, and the family counts for them. A tuple: replaced, never
+        # changed, so safe to walk while acting
+        self.special: tuple[RingRun, ...] = ()
 
     def hit(self, links: frozenset[str]) -> tuple[int, ...]:
         """Flows of a step that share a link with ``links`` (routes recur: cached)."""
@@ -154,9 +165,6 @@ class MemoizedRings:
         self.families: dict[tuple[frozenset[str], ...], RingFamily] = {}  # of the rings in progress
         self.family_list: list[RingFamily] = []
         self.interned: dict[frozenset[str], frozenset[str]] = {}  # one object per link set: dict keys compare by id
-        # rings that may act on a flow start or end (skipping, or with virtual flows not all arrived), in launch
-        # order; the others only count, and their family counts for them
-        self.special: tuple[RingRun, ...] = ()  # a tuple: replaced, never changed, so safe to walk while acting
         self.launched = 0
         execution.driver.observe(self)
 
@@ -259,8 +267,9 @@ class MemoizedRings:
         and acted before counting: a skip interrupted here restarts from the network as it
         was before this start or end.
         """
-        if self.special:
-            self._act(owner, now, links, change > 0)
+        acting = self._acting(links, now)
+        if acting:
+            self._act(acting, owner, now, links, change > 0)
         for fam in self.family_list:
             hit = fam.hits.get(links)
             if hit is None:
@@ -282,14 +291,12 @@ class MemoizedRings:
                     own[f] += 1
                 owner.own_touched += 1  # type: ignore[attr-defined]
 
-    def _act(self, owner: Any, now: float, links: frozenset[str], started: bool) -> None:
-        """The special rings (launch order) that ``links`` hit: a skip stops; a start launches virtual flows."""
-        for r in self._specials(now):
+    def _act(self, acting: tuple[RingRun, ...], owner: Any, now: float, links: frozenset[str], started: bool) -> None:
+        """The special rings that ``links`` hit, in launch order: a skip stops; a start launches virtual flows."""
+        for r in acting:
             if r is owner:
                 continue
             hit = r.family.hit(links)  # type: ignore[union-attr]
-            if not hit:
-                continue
             if r.skip is not None:
                 self._interrupt(r, now)
             if started:
@@ -297,13 +304,28 @@ class MemoizedRings:
                     if r.virtual_count and f not in r.real and not self._arrived(r, now):
                         self._materialize(r, f, now)
 
-    def _specials(self, now: float) -> tuple[RingRun, ...]:
-        """The rings that may act on a flow start or end, in launch order; drops those that cannot any more.
+    def _acting(self, links: frozenset[str], now: float) -> tuple[RingRun, ...]:
+        """The special rings that ``links`` hit, in launch order (a family's members share their hits)."""
+        found: tuple[RingRun, ...] = ()
+        for fam in self.family_list:
+            if not fam.special:
+                continue
+            hit = fam.hits.get(links)
+            if hit is None:
+                hit = fam.hit(links)
+            if hit:
+                special = self._specials(fam, now)
+                if special:
+                    found = tuple(sorted((*found, *special), key=_launch_order)) if found else special
+        return found
+
+    def _specials(self, fam: RingFamily, now: float) -> tuple[RingRun, ...]:
+        """The family's rings that may act on a flow start or end, in launch order; drops those that cannot any more.
 
         A ring stepping whose virtual flows have all arrived (:meth:`_arrived`) stays so until
         its step ends, and one without virtual flows gets none before its next step.
         """
-        special, arrived = self.special, self._arrived
+        special, arrived = fam.special, self._arrived
         for r in special:
             if r.skip is None and (not r.virtual_count or arrived(r, now)):
                 break
@@ -315,17 +337,19 @@ class MemoizedRings:
                 keep.append(r)
             else:
                 r.special = False
-        self.special = tuple(keep)
-        return self.special
+        fam.special = tuple(keep)
+        return fam.special
 
-    def _make_special(self, r: RingRun) -> None:
+    @staticmethod
+    def _make_special(r: RingRun) -> None:
         if not r.special:
             r.special = True
-            special = self.special
+            fam = r.family
+            special = fam.special  # type: ignore[union-attr]
             i = len(special)
             while i and special[i - 1].order > r.order:
                 i -= 1
-            self.special = (*special[:i], r, *special[i:])
+            fam.special = (*special[:i], r, *special[i:])  # type: ignore[union-attr]
 
     # ------------------------------------------------------------------ steps
     def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], float]:
@@ -412,13 +436,10 @@ class MemoizedRings:
         r.quiet_since = fam.touched - r.own_touched  # type: ignore[union-attr]
         r.step_generation += 1
         r.step_id += 1
-        if self.special:  # another ring alone on links this step needs is not alone any more
-            for o in self._specials(now):
-                if o is r:
-                    continue
+        # another ring alone on links this step needs is not alone any more
+        for o in self._acting(fam.links, now):  # type: ignore[union-attr]
+            if o is not r:
                 hit = o.family.hit(fam.links)  # type: ignore[union-attr]
-                if not hit:
-                    continue
                 if o.skip is not None:
                     self._interrupt(o, now)  # its skip assumed it had those links to itself
                 if o.virtual_count and not self._arrived(o, now):
@@ -477,10 +498,10 @@ class MemoizedRings:
     def _finish(self, r: RingRun, now: float) -> None:
         """The ring's last step is over: it leaves (and its family, if it was the last of it)."""
         self.rings.remove(r)
+        fam = r.family
         if r.special:
             r.special = False
-            self.special = tuple(o for o in self.special if o is not r)
-        fam = r.family
+            fam.special = tuple(o for o in fam.special if o is not r)  # type: ignore[union-attr]
         fam.rings -= 1  # type: ignore[union-attr]
         if not fam.rings:  # type: ignore[union-attr]
             del self.families[fam.key]  # type: ignore[union-attr]
