@@ -117,7 +117,9 @@ class RingFamily:
     link with any flow. A ring's own flows count here too: each ring keeps its own
     starts and ends (``RingRun.own_events``, ``own_touched``) and subtracts them; its own
     flows in flight need no subtracting, because busy is read only when the ring has
-    none (a step starts or ends).
+    none (a step starts or ends). A family of one ring does not count that ring's flows
+    at all (they would cancel): ``inflight`` is recounted whenever the family grows from
+    one ring or shrinks to one (:meth:`MemoizedRings._recount`).
     """
 
     __slots__ = (
@@ -161,7 +163,7 @@ class MemoizedRings:
         self.exact = exact  # for rings of a single rank (no step)
         self.rings: list[RingRun] = []  # in progress
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
-        self.inflight: dict[Any, frozenset[str]] = {}  # every flow in flight -> its links
+        self.inflight: dict[Any, tuple[frozenset[str], Any]] = {}  # every flow in flight -> its links, its owner
         self.families: dict[tuple[frozenset[str], ...], RingFamily] = {}  # of the rings in progress
         self.family_list: list[RingFamily] = []
         self.interned: dict[frozenset[str], frozenset[str]] = {}  # one object per link set: dict keys compare by id
@@ -193,13 +195,10 @@ class MemoizedRings:
             links = frozenset().union(*r.flow_links)
             fam = self.families[key] = RingFamily(key, self.interned.setdefault(links, links))
             self.family_list.append(fam)
-            inflight = fam.inflight
-            for links in self.inflight.values():
-                for f in fam.hit(links):
-                    inflight[f] += 1
-            fam.busy = {f for f, c in enumerate(inflight) if c}
         fam.rings += 1
         r.family = fam
+        if fam.rings <= 2:  # a new family (it counts no flow of r), or its one ring's flows count from now on
+            self._recount(fam, r)
         n = len(routes)
         r.unmeasured = set(range(n))
         r.solo, r.flow_start, r.flow_size, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
@@ -251,12 +250,12 @@ class MemoizedRings:
     def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
         if links is None:
             links = self._route(src, dst)[0]
-        self.inflight[act] = links
+        self.inflight[act] = (links, key[2])  # key: an ActivityKey layout (its run)
         if self.rings:
-            self._network_changed(key[2], now, links, 1)  # key: an ActivityKey layout (its run)
+            self._network_changed(key[2], now, links, 1)
 
     def flow_ended(self, act: Any, key: Any, now: float) -> None:
-        links = self.inflight.pop(act)
+        links, _ = self.inflight.pop(act)
         if self.rings:
             self._network_changed(key[2], now, links, -1)
 
@@ -267,15 +266,24 @@ class MemoizedRings:
         and acted before counting: a skip interrupted here restarts from the network as it
         was before this start or end.
         """
-        acting = self._acting(links, now)
-        if acting:
-            self._act(acting, owner, now, links, change > 0)
+        own = owner.family if owner.__class__ is RingRun else None  # type: ignore[attr-defined]
+        hits: list[tuple[RingFamily, tuple[int, ...]]] = []
+        acting: tuple[RingRun, ...] = ()
         for fam in self.family_list:
+            if fam is own and fam.rings == 1:  # a ring's own flow, alone in its family: nothing to count or do
+                continue
             hit = fam.hits.get(links)
             if hit is None:
                 hit = fam.hit(links)
-            if not hit:
-                continue
+            if hit:
+                hits.append((fam, hit))
+                if fam.special:
+                    special = self._specials(fam, now)
+                    if special:
+                        acting = tuple(sorted((*acting, *special), key=_launch_order)) if acting else special
+        if acting:
+            self._act(acting, owner, now, links, change > 0)
+        for fam, hit in hits:
             inflight, events = fam.inflight, fam.events
             for f in hit:
                 c = inflight[f] = inflight[f] + change
@@ -285,11 +293,21 @@ class MemoizedRings:
                 elif c == 1 and change > 0:
                     fam.busy.add(f)
             fam.touched += 1
-            if owner.__class__ is RingRun and owner.family is fam:  # type: ignore[attr-defined]
-                own = owner.own_events  # type: ignore[attr-defined]
+            if fam is own:
+                counts = owner.own_events  # type: ignore[attr-defined]
                 for f in hit:
-                    own[f] += 1
+                    counts[f] += 1
                 owner.own_touched += 1  # type: ignore[attr-defined]
+
+    def _recount(self, fam: RingFamily, alone: RingRun | None) -> None:
+        """Count the flows in flight on the family's links anew, leaving out those of ``alone``, its one ring."""
+        inflight = fam.inflight = [0] * len(fam.key)
+        single = alone if fam.rings == 1 else None
+        for links, owner in self.inflight.values():
+            if owner is not single:
+                for f in fam.hit(links):
+                    inflight[f] += 1
+        fam.busy = {f for f, c in enumerate(inflight) if c}
 
     def _act(self, acting: tuple[RingRun, ...], owner: Any, now: float, links: frozenset[str], started: bool) -> None:
         """The special rings that ``links`` hit, in launch order: a skip stops; a start launches virtual flows."""
@@ -304,11 +322,11 @@ class MemoizedRings:
                     if r.virtual_count and f not in r.real and not self._arrived(r, now):
                         self._materialize(r, f, now)
 
-    def _acting(self, links: frozenset[str], now: float) -> tuple[RingRun, ...]:
-        """The special rings that ``links`` hit, in launch order (a family's members share their hits)."""
+    def _acting(self, links: frozenset[str], now: float, alone: RingRun) -> tuple[RingRun, ...]:
+        """The special rings that ``links`` hit but ``alone``, in launch order (a family's members share their hits)."""
         found: tuple[RingRun, ...] = ()
         for fam in self.family_list:
-            if not fam.special:
+            if not fam.special or (fam.rings == 1 and fam.special[0] is alone):
                 continue
             hit = fam.hits.get(links)
             if hit is None:
@@ -437,7 +455,7 @@ class MemoizedRings:
         r.step_generation += 1
         r.step_id += 1
         # another ring alone on links this step needs is not alone any more
-        for o in self._acting(fam.links, now):  # type: ignore[union-attr]
+        for o in self._acting(fam.links, now, r):  # type: ignore[union-attr]
             if o is not r:
                 hit = o.family.hit(fam.links)  # type: ignore[union-attr]
                 if o.skip is not None:
@@ -506,6 +524,8 @@ class MemoizedRings:
         if not fam.rings:  # type: ignore[union-attr]
             del self.families[fam.key]  # type: ignore[union-attr]
             self.family_list.remove(fam)  # type: ignore[arg-type]
+        elif fam.rings == 1:  # type: ignore[union-attr]  # its one ring's flows stop counting
+            self._recount(fam, next(o for o in self.rings if o.family is fam))  # type: ignore[arg-type]
         self.execution.finish(r, now)
 
     def _interrupt(self, r: RingRun, now: float) -> None:
