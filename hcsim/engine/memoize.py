@@ -487,10 +487,13 @@ class MemoizedRings:
         if virtual_count:
             self._make_special(r)
         events, own = fam.events, r.own_events  # type: ignore[union-attr]
-        for f in sorted(real):
+        x = self.execution
+        src, dst = x.flow_hosts[r.v]
+        flow, links = x.flow, r.flow_links
+        for f in sorted(real):  # _launch_flow, inline
             r.flow_start[f], r.flow_size[f], r.disturbed[f] = now, size, f in busy
             r.seen[f] = events[f] - own[f]
-            self._launch_flow(r, f, size, now)
+            flow(src[f], dst[f], size, ActivityKey(x, COMM, r, f), now, links[f])
         if not real:
             self._timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
 
