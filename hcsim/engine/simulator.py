@@ -79,20 +79,24 @@ def _run(
             bar.update(1)
             bar.set_postfix(simulated=f"{now:.4g} s")
 
-    run = Execution(
-        sg,
-        workload,
-        all_hosts,
-        iterations,
-        coherent,
-        placement,
-        driver,
-        record_flows=record_flows,
-        on_iteration=on_iteration,
-        memoize=memoize,
-        repeat=repeat,
-        tasks=tasks,
-    )
+    gc.disable()  # setting up creates 100k+ objects and no cycle: no collection to run meanwhile
+    try:
+        run = Execution(
+            sg,
+            workload,
+            all_hosts,
+            iterations,
+            coherent,
+            placement,
+            driver,
+            record_flows=record_flows,
+            on_iteration=on_iteration,
+            memoize=memoize,
+            repeat=repeat,
+            tasks=tasks,
+        )
+    finally:
+        gc.enable()
     result = run.result
 
     def controller() -> None:
