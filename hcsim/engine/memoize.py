@@ -59,12 +59,13 @@ class RingRun(VertexRun):
         "flow_links", "flow_latency", "solo", "flow_start", "flow_size", "disturbed", "real", "virtual_count",
         "virtual_start", "virtual_size", "virtual_end", "step_generation", "unmeasured", "slowest_first", "step_id",
         "vends", "vpos", "vends_step", "virtual_longest", "order", "own_events", "own_touched", "seen", "quiet_since",
-        "special",
+        "special", "chunk",
     )  # fmt: skip
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
         super().__init__(v, k, start, 0)
         self.steps, self.steps_done = steps, 0
+        self.chunk = 0  # bytes of a flow of a full step
         self.real_left = 0  # flows of the current step still in SimGrid
         # quiet: no other flow crossed the ring's links this step, unless the family's count of starts and ends
         # on them (less the ring's own) moved from quiet_since
@@ -204,7 +205,7 @@ class MemoizedRings:
         r.solo, r.flow_start, r.flow_size, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
         r.seen, r.own_events = [0] * n, [0] * n
         self.launched += 1
-        r.order = self.launched
+        r.order, r.chunk = self.launched, fp.size[0]
         self.rings.append(r)
         self._step(r, now, fp.size[0])
 
@@ -217,7 +218,7 @@ class MemoizedRings:
         if (
             not r.disturbed[f]
             and r.family.events[f] - r.own_events[f] == r.seen[f]  # type: ignore[union-attr]
-            and r.flow_size[f] == self.execution.flow_plans[r.v].size[0]
+            and r.flow_size[f] == r.chunk
         ):
             solo = now - r.flow_start[f]
             if solo != r.solo[f]:
@@ -267,10 +268,25 @@ class MemoizedRings:
         was before this start or end.
         """
         own = owner.family if owner.__class__ is RingRun else None  # type: ignore[attr-defined]
+        families = self.family_list
+        if len(families) == 1:  # the common case (a data-parallel group's buckets): no list, no merge
+            fam = families[0]
+            if fam is own and fam.rings == 1:  # a ring's own flow, alone in its family: nothing to count or do
+                return
+            hit = fam.hits.get(links)
+            if hit is None:
+                hit = fam.hit(links)
+            if hit:
+                if fam.special:
+                    special = self._specials(fam, now)
+                    if special:
+                        self._act(special, owner, now, links, change > 0)
+                self._count(fam, hit, owner if fam is own else None, change)
+            return
         hits: list[tuple[RingFamily, tuple[int, ...]]] = []
         acting: tuple[RingRun, ...] = ()
-        for fam in self.family_list:
-            if fam is own and fam.rings == 1:  # a ring's own flow, alone in its family: nothing to count or do
+        for fam in families:
+            if fam is own and fam.rings == 1:
                 continue
             hit = fam.hits.get(links)
             if hit is None:
@@ -284,20 +300,25 @@ class MemoizedRings:
         if acting:
             self._act(acting, owner, now, links, change > 0)
         for fam, hit in hits:
-            inflight, events = fam.inflight, fam.events
+            self._count(fam, hit, owner if fam is own else None, change)
+
+    @staticmethod
+    def _count(fam: RingFamily, hit: tuple[int, ...], owner: Any, change: int) -> None:
+        """Count a flow start (+1) or end (-1) on flows ``hit`` of the family (``owner``: its ring, if a member)."""
+        inflight, events = fam.inflight, fam.events
+        for f in hit:
+            c = inflight[f] = inflight[f] + change
+            events[f] += 1
+            if c == 0:
+                fam.busy.discard(f)
+            elif c == 1 and change > 0:
+                fam.busy.add(f)
+        fam.touched += 1
+        if owner is not None:
+            counts = owner.own_events
             for f in hit:
-                c = inflight[f] = inflight[f] + change
-                events[f] += 1
-                if c == 0:
-                    fam.busy.discard(f)
-                elif c == 1 and change > 0:
-                    fam.busy.add(f)
-            fam.touched += 1
-            if fam is own:
-                counts = owner.own_events  # type: ignore[attr-defined]
-                for f in hit:
-                    counts[f] += 1
-                owner.own_touched += 1  # type: ignore[attr-defined]
+                counts[f] += 1
+            owner.own_touched += 1
 
     def _recount(self, fam: RingFamily, alone: RingRun | None) -> None:
         """Count the flows in flight on the family's links anew, leaving out those of ``alone``, its one ring."""
@@ -447,7 +468,7 @@ class MemoizedRings:
     def _step(self, r: RingRun, now: float, size: int) -> None:
         """Start a step: flows whose links carry nothing else and whose solo time is known stay virtual."""
         fp = self.execution.flow_plans[r.v]
-        n = len(fp)
+        n = len(r.flow_links)
         fam = r.family
         r.step_start = r.virtual_start = r.virtual_end = now
         r.virtual_size, r.quiet = size, True
@@ -489,11 +510,12 @@ class MemoizedRings:
         events, own = fam.events, r.own_events  # type: ignore[union-attr]
         x = self.execution
         src, dst = x.flow_hosts[r.v]
-        flow, links = x.flow, r.flow_links
-        for f in sorted(real):  # _launch_flow, inline
+        sendto, add_flow, links = x._sendto, x._add_flow, r.flow_links
+        for f in sorted(real):  # _launch_flow and Execution.flow, inline
             r.flow_start[f], r.flow_size[f], r.disturbed[f] = now, size, f in busy
             r.seen[f] = events[f] - own[f]
-            flow(src[f], dst[f], size, ActivityKey(x, COMM, r, f), now, links[f])
+            a, b = src[f], dst[f]
+            add_flow(sendto(a, b, size), ActivityKey(x, COMM, r, f), a, b, links[f], now)
         if not real:
             self._timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
 
@@ -514,7 +536,7 @@ class MemoizedRings:
             self._make_special(r)
             self._timer(now + left * d, SKIP_END, r, r.skip_generation)
             return
-        self._step(r, now, self.execution.flow_plans[r.v].size[0])
+        self._step(r, now, r.chunk)
 
     def _finish(self, r: RingRun, now: float) -> None:
         """The ring's last step is over: it leaves (and its family, if it was the last of it)."""
