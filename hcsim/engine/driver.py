@@ -197,6 +197,9 @@ class Driver:
         lanes, horizon, cancelled = self.lanes, self.horizon, self._cancelled
         handed_back, heappop = self._handed_back, heapq.heappop
         single = len(lanes) == 1 and next_wake is None and after_wake is None
+        if single and horizon is relative_horizon:
+            self._run_one_lane(complete, timer)
+            return
         lane0, owner_pop, flows = lanes[0], self.owner.pop, self._flows
         while True:
             if single and not lane0:  # the engine's hot path: only activities in flight (_handed_back inlined)
@@ -244,3 +247,68 @@ class Driver:
                         self.watch(exe, key)
             if after_wake is not None:
                 after_wake(now, act)
+
+    def _run_one_lane(self, complete: Complete, timer: Timer | None) -> None:
+        """:meth:`run` with one timer lane, the default horizon and no ``after_wake``/``next_wake``: the engine's case.
+
+        The same steps as the general loop, in the same order, with :meth:`next_due`,
+        :meth:`_handed_back` and the horizon written inline, the clock read once per
+        wake-up, and the set's emptiness read from the owner map (activities enter the set
+        only through :meth:`watch` and :meth:`add_flow`, and leave it with their key): each
+        call into SimGrid's bindings costs about half a microsecond, and this loop runs once
+        per completed activity (620k times for one LLaMA2-13B iteration at 4096 XPUs, fast).
+        """
+        sg = self.sg
+        Engine, this_actor, Timeout = sg.Engine, sg.this_actor, sg.TimeoutException
+        s = self.set
+        wait_any, wait_for = s.wait_any, s.wait_any_for
+        cancelled, heappop = self._cancelled, heapq.heappop
+        lane, owner, flows, observers = self.lanes[0], self.owner, self._flows, self.observers
+        owner_pop, inf = owner.pop, math.inf
+        while True:
+            while lane and lane[0][2] in cancelled:
+                cancelled.discard(heappop(lane)[2])
+            if not lane:  # only activities in flight (or nothing: the end)
+                if not owner:
+                    break
+                act = wait_any()
+                key = owner_pop(act)
+                now = Engine.clock
+                if flows and act in flows:
+                    flows.discard(act)
+                    for o in observers:
+                        o.flow_ended(act, key, now)
+                complete(act, key, now)
+                continue
+            at = lane[0][0]
+            act = None
+            if at == inf:
+                if not owner:
+                    break
+                act = wait_any()
+            elif not owner:
+                this_actor.sleep_until(at)
+            else:
+                try:
+                    act = wait_for(max(0.0, at - Engine.clock))
+                except Timeout:
+                    pass
+            now = Engine.clock
+            if act is not None:
+                key = owner_pop(act)
+                if flows and act in flows:
+                    flows.discard(act)
+                    for o in observers:
+                        o.flow_ended(act, key, now)
+                complete(act, key, now)
+            limit = now + 1e-12 * (1.0 + now)  # relative_horizon(now)
+            while lane and lane[0][0] <= limit:
+                _, _, seq, key, exe = heappop(lane)
+                if seq in cancelled:
+                    cancelled.discard(seq)
+                elif exe is None:
+                    timer(key, now)  # type: ignore[misc]
+                elif exe.test() or exe.remaining <= 0.0:
+                    complete(exe, key, now)  # an exec due now that SimGrid finished (see run)
+                else:
+                    self.watch(exe, key)
