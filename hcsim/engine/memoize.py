@@ -101,6 +101,9 @@ class MemoizedRings:
         self.rings_on_link: dict[str, dict[RingRun, int]] = {}
         self.started = 0  # rings launched so far: their start order
         self.sharing: dict[frozenset[str], list[RingRun]] = {}  # _sharing's answers while no ring starts or ends
+        # per flow plan (vertices of one collective share it, hcsim.engine.execution): its flows' links and
+        # latencies, their union, whether disjoint, flows per link and the hits cache, made once, not per launch
+        self.shapes: dict[int, tuple] = {}
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
         self.inflight: dict[Any, frozenset[str]] = {}  # every flow in flight -> its links
         self.inflight_routes: dict[frozenset[str], int] = {}  # links of flows in flight -> how many flows
@@ -121,16 +124,20 @@ class MemoizedRings:
             self.exact.launch(v, k, now)
             return
         r = RingRun(v, k, now, fp.steps)
-        src, dst = x.flow_hosts[v]
-        routes = [self._route(a, b) for a, b in zip(src, dst, strict=True)]
-        r.flow_links = [links for links, _ in routes]
-        r.flow_latency = [lat for _, lat in routes]
-        r.links = frozenset().union(*r.flow_links)
-        r.disjoint = len(r.links) == sum(len(fl) for fl in r.flow_links)
-        n = len(routes)
-        for f, links in enumerate(r.flow_links):
-            for link in links:
-                r.flows_on_link.setdefault(link, []).append(f)
+        shape = self.shapes.get(id(fp))
+        if shape is None:  # the plan's routes, read-only from here on (the hits cache only grows)
+            src, dst = x.flow_hosts[v]
+            routes = [self._route(a, b) for a, b in zip(src, dst, strict=True)]
+            flow_links = [links for links, _ in routes]
+            links = frozenset().union(*flow_links)
+            flows_on_link: dict[str, list[int]] = {}
+            for f, fl in enumerate(flow_links):
+                for link in fl:
+                    flows_on_link.setdefault(link, []).append(f)
+            disjoint = len(links) == sum(len(fl) for fl in flow_links)
+            shape = self.shapes[id(fp)] = (flow_links, [lat for _, lat in routes], links, disjoint, flows_on_link, {})
+        r.flow_links, r.flow_latency, r.links, r.disjoint, r.flows_on_link, r.hits = shape
+        n = len(r.flow_links)
         r.unmeasured = set(range(n))
         r.foreign = [0] * n
         for links, count in self.inflight_routes.items():  # by route: far fewer than flows
@@ -240,13 +247,14 @@ class MemoizedRings:
                 r.quiet = False
                 if r.skip is not None:
                     self._interrupt(r, now)
+                disturbed, foreign, busy = r.disturbed, r.foreign, r.busy  # not replaced while the ring runs
                 for f in hit:
-                    r.disturbed[f] = True
-                    r.foreign[f] += change
-                    if r.foreign[f]:
-                        r.busy.add(f)
+                    disturbed[f] = True
+                    count = foreign[f] = foreign[f] + change
+                    if count:
+                        busy.add(f)
                     else:
-                        r.busy.discard(f)
+                        busy.discard(f)
                     if change > 0 and r.virtual_count and f not in r.real:
                         self._materialize(r, f, now)
 
