@@ -187,6 +187,9 @@ class MemoizedRings:
         self.rings: list[RingRun] = []  # in progress
         self.groups: dict[tuple, RingGroup] = {}  # layout -> its group, while it has rings in progress
         self.loose: list[RingRun] = []  # rings in progress in no group (two of their flows share a link)
+        # a route's links -> the groups and loose rings in progress that share a link with it, in the order
+        # _network_changed visits them; cleared whenever a group or a loose ring starts or ends
+        self.sharing: dict[frozenset[str], tuple[tuple[RingGroup, ...], tuple[RingRun, ...]]] = {}
         self.fragile: set[RingRun] = set()  # rings skipping or with virtual flows: told of every flow at once
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float, tuple]] = {}
         self.inflight: dict[Any, tuple[frozenset[str], RingGroup | None]] = {}  # every flow in flight -> links, group
@@ -228,10 +231,12 @@ class MemoizedRings:
             group = self.groups.get(layout)
             if group is None:
                 group = self.groups[layout] = self._new_group(layout, r, routes)
+                self.sharing.clear()
             group.rings.append(r)
             r.group, r.rep, r.reps = group, group.rep, group.reps
         else:
             self.loose.append(r)
+            self.sharing.clear()
         r.foreign = [0] * n
         for links, group in self.inflight.values():
             if group is None or group is not r.group:
@@ -395,10 +400,12 @@ class MemoizedRings:
         group = r.group
         if group is None:
             self.loose.remove(r)
+            self.sharing.clear()
         else:
             group.rings.remove(r)
             if not group.rings:
                 del self.groups[group.layout]
+                self.sharing.clear()
         self.execution.finish(r, now)
 
     def _fragile(self, r: RingRun) -> None:
@@ -463,14 +470,20 @@ class MemoizedRings:
                         for f in hit:
                             if r.virtual_count and f not in r.real and r.rep[f] == f:
                                 self._materialize(r, f, now)
-        for other in list(self.groups.values()):
-            if other is group or links.isdisjoint(other.links):
+        sharing = self.sharing.get(links)
+        if sharing is None:  # the groups and loose rings a flow on these links meets (routes recur: cached)
+            sharing = self.sharing[links] = (
+                tuple(g for g in self.groups.values() if not links.isdisjoint(g.links)),
+                tuple(r for r in self.loose if not links.isdisjoint(r.links)),
+            )
+        for other in sharing[0]:
+            if other is group:
                 continue
             if other.class_links and not links.isdisjoint(other.class_links):
                 self._break_twins(other, now)
             for r in list(other.rings):
                 self._outside(r, now, links, change)
-        for r in list(self.loose):
+        for r in sharing[1]:
             if r is not owner:
                 self._outside(r, now, links, change)
 
