@@ -125,7 +125,11 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
         "memoized_flows": result.memoized_flows,
         "memoized_iterations": result.memoized_iterations,
         "memoized_activities": result.memoized_activities,
-        "folded_from": result.graph.get("batches_per_iteration", len(xpus)) if "folded_ranks" in result.graph else None,
+        "folded_from": (
+            result.graph.get("folded_xpus", result.graph.get("batches_per_iteration", len(xpus)))
+            if "folded_ranks" in result.graph
+            else None
+        ),
         "remote_vertices": sum(1 for v in result.placement.values() if v is not None),
         "bytes_on_links": sum(s["bytes"] for s in links),
         "top_links": links[:top],
@@ -152,10 +156,11 @@ def format_summary(summary: dict[str, Any]) -> str:
             if summary["memoized_iterations"]
             else ""
         ),
-        f"operators on remote memory {summary['remote_vertices']}",
+        f"operators on remote memory {summary['remote_vertices']}"
+        + (" (on the representative XPUs)" if summary["folded_from"] else ""),
     ]
     if summary["folded_from"]:
-        lines.insert(5, f"folded                {summary['xpus']} representative XPUs of {summary['folded_from']}")
+        lines.insert(4, f"folded                {summary['xpus']} representative XPUs of {summary['folded_from']}")
     if summary["top_links"]:
         lines.append("top links (mean / peak utilization, bytes):")
         for s in summary["top_links"]:

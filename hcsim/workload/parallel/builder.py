@@ -123,6 +123,8 @@ def training_graph(
         zero=zero,
         sequence_parallel=bool(sequence_parallel),
     )
+    if full != len(xpus):  # a folded run: what the report says it stands for
+        w.graph.update(folded_ranks=len(xpus), folded_xpus=full)
     return w
 
 
