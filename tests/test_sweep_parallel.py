@@ -67,3 +67,14 @@ def test_a_refused_fold_is_reported_and_runs_every_xpu(tmp_path):
     assert "cannot be folded" in fast["fold_refused"] and "\n" not in fast["fold_refused"]
     exact = parallel_training("cxl", 64, model, "tp=8,pp=4", global_batch=8)
     assert fast["tokens_per_s"] == pytest.approx(exact["tokens_per_s"], rel=0.01)
+
+
+def test_micro_batch_splits_the_same_global_batch_into_fewer_microbatches(tmp_path):
+    model = _config(tmp_path, SMALL)
+    one = parallel_training("cxl", 64, model, "tp=8,pp=2", global_batch=16, sequence=256)  # dp=4: 4 per replica
+    two = parallel_training("cxl", 64, model, "tp=8,pp=2", global_batch=16, sequence=256, micro_batch=2)
+    assert (one["microbatches"], one["micro_batch"]) == (4, 1) and (two["microbatches"], two["micro_batch"]) == (2, 2)
+    for r in (one, two):  # the same tokens per iteration: 16 sequences of 256
+        assert r["tokens_per_s"] * r["iteration_s"] == pytest.approx(16 * 256)
+    with pytest.raises(ValueError, match="not a multiple of dp x micro_batch = 12"):
+        parallel_training("cxl", 64, model, "tp=8,pp=2", global_batch=16, micro_batch=3)

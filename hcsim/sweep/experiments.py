@@ -281,11 +281,13 @@ def parallel_training(
     mix: str = "H100",
     global_batch: int | None = None,
     fast: bool = False,
+    micro_batch: int = 1,
 ) -> dict[str, Any]:
     """One training iteration of ``model`` under ``layout`` (:mod:`hcsim.workload.parallel`).
 
-    ``global_batch`` (sequences per iteration) sets the microbatches to ``global_batch / dp``
-    (one sequence each), so that layouts compare at the same optimizer batch.
+    ``global_batch`` (sequences per iteration) sets the microbatches to
+    ``global_batch / (dp x micro_batch)`` (``micro_batch`` sequences each, default one),
+    so that layouts compare at the same optimizer batch.
 
     Exact by default (every XPU, every flow); ``fast`` folds the system to whole
     data-parallel replicas (EP groups with experts) where colour refinement proves it,
@@ -315,12 +317,13 @@ def parallel_training(
     spec = load_model(model)
     lay = Layout.parse(layout, xpus)
     if global_batch is not None:
-        if global_batch % lay.dp:
-            raise ValueError(f"global_batch {global_batch} is not a multiple of dp={lay.dp}")
-        microbatches = global_batch // lay.dp
+        per_step = lay.dp * micro_batch  # sequences per microbatch step of all replicas
+        if global_batch % per_step:
+            raise ValueError(f"global_batch {global_batch} is not a multiple of dp x micro_batch = {per_step}")
+        microbatches = global_batch // per_step
     work = _Recorded(TrainingWorkload(
-        spec, lay, microbatches=microbatches, sequence=sequence, schedule_name=schedule, zero=zero,
-        sequence_parallel=sequence_parallel,
+        spec, lay, microbatches=microbatches, micro_batch=micro_batch, sequence=sequence, schedule_name=schedule,
+        zero=zero, sequence_parallel=sequence_parallel,
     ))  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FoldRefused)  # said in the result instead
@@ -341,6 +344,7 @@ def parallel_training(
     return {
         "layout": str(lay),
         "microbatches": graph.graph["microbatches"],
+        "micro_batch": micro_batch,
         "iteration_s": s["steady_iteration_s"],
         "tokens_per_s": graph.graph["tokens_per_iteration"] / s["steady_iteration_s"],
         **where,
