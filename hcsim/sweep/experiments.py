@@ -280,57 +280,94 @@ def parallel_training(
     iterations: int = 1,
     mix: str = "H100",
     global_batch: int | None = None,
+    fast: bool = False,
+    micro_batch: int = 1,
 ) -> dict[str, Any]:
-    """One training iteration of ``model`` under ``layout`` (:mod:`hcsim.workload.parallel`), exact path.
+    """One training iteration of ``model`` under ``layout`` (:mod:`hcsim.workload.parallel`).
 
-    ``global_batch`` (sequences per iteration) sets the microbatches to ``global_batch / dp``
-    (one sequence each), so that layouts compare at the same optimizer batch.
+    ``global_batch`` (sequences per iteration) sets the microbatches to
+    ``global_batch / (dp x micro_batch)`` (``micro_batch`` sequences each, default one),
+    so that layouts compare at the same optimizer batch.
 
-    Returns throughput, where the time goes on the first rank of every pipeline stage
-    (compute, exposed TP/PP/EP/DP communication, idle: see
-    :mod:`hcsim.workload.parallel.breakdown`), the operators placed on remote memory and
-    the memory stall, and the cost of the run.
+    Exact by default (every XPU, every flow); ``fast`` folds the system to whole
+    data-parallel replicas (EP groups with experts) where colour refinement proves it,
+    memoizes ring steps and repeated iterations
+    (:class:`~hcsim.workload.parallel.factory.TrainingWorkload`, within 1% of exact:
+    tests/test_folding_layouts.py); a fold that cannot be proven runs every XPU and
+    ``fold_refused`` says why. ``simulated_xpus`` is how many XPUs the run simulated.
+
+    Returns throughput, where the time goes on the first rank of every pipeline stage of
+    the first (kept) replica (compute, exposed TP/PP/EP/DP communication, idle: see
+    :mod:`hcsim.workload.parallel.breakdown`), the operators placed on remote memory
+    (all XPUs', a folded run's weighted by the replicas each kept one stands for), the
+    mean memory stall per XPU, and the cost of the run.
     """
+    import warnings
+
     from hcsim.engine import simulate_system
+    from hcsim.engine.fast import FoldRefused
     from hcsim.engine.report import summarize
     from hcsim.workload.models import load_model
-    from hcsim.workload.parallel import Layout, training_graph
+    from hcsim.workload.parallel import Layout, RankGrid
     from hcsim.workload.parallel.breakdown import breakdown
+    from hcsim.workload.parallel.factory import TrainingWorkload
 
     t0 = time.perf_counter()
     topo = _system(system, xpus, mix, "128GBps", "200ns")
     spec = load_model(model)
     lay = Layout.parse(layout, xpus)
     if global_batch is not None:
-        if global_batch % lay.dp:
-            raise ValueError(f"global_batch {global_batch} is not a multiple of dp={lay.dp}")
-        microbatches = global_batch // lay.dp
-    built: dict[str, Any] = {}
-
-    def factory(ranks: list[str], group: int | None = None):  # noqa: ANN202 - a Workload
-        built["w"] = training_graph(
-            spec, lay, ranks, microbatches=microbatches, sequence=sequence, schedule_name=schedule, zero=zero,
-            sequence_parallel=sequence_parallel,
-        )  # fmt: skip
-        built["ranks"] = ranks
-        return built["w"]
-
-    r = simulate_system(topo, factory, iterations, coherent=system == "cxl", record_flows=False, progress=False)
+        per_step = lay.dp * micro_batch  # sequences per microbatch step of all replicas
+        if global_batch % per_step:
+            raise ValueError(f"global_batch {global_batch} is not a multiple of dp x micro_batch = {per_step}")
+        microbatches = global_batch // per_step
+    work = _Recorded(TrainingWorkload(
+        spec, lay, microbatches=microbatches, micro_batch=micro_batch, sequence=sequence, schedule_name=schedule,
+        zero=zero, sequence_parallel=sequence_parallel,
+    ))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FoldRefused)  # said in the result instead
+        r = simulate_system(topo, work, iterations, coherent=system == "cxl", fast=fast, record_flows=False,
+                            progress=False)  # fmt: skip
     s = summarize(r)
-    w = built["w"]
-    from hcsim.workload.parallel import RankGrid
-
-    grid = RankGrid(lay, built["ranks"])
-    where = breakdown(r, w, [grid.xpu(0, p, 0) for p in range(lay.pp)], iterations - 1)
+    graph = work.built
+    if r.fold is not None:  # the kept replicas, in rank order: the grid of their own layout
+        ranks = list(r.fold.ranks)
+        grid = RankGrid(Layout(len(ranks) // (lay.tp * lay.pp), lay.tp, lay.pp, lay.ep), ranks, ranks)
+        weight = r.fold.weights
+    else:
+        ranks = topo.xpus()
+        grid = RankGrid(lay, ranks)
+        weight = {}
+    where = breakdown(r, graph, [grid.xpu(0, p, 0) for p in range(lay.pp)], iterations - 1)
+    remote = sum(weight.get(graph.nodes[v]["location"], 1) for v, memory in r.placement.items() if memory is not None)
     return {
         "layout": str(lay),
-        "microbatches": w.graph["microbatches"],
+        "microbatches": graph.graph["microbatches"],
+        "micro_batch": micro_batch,
         "iteration_s": s["steady_iteration_s"],
-        "tokens_per_s": w.graph["tokens_per_iteration"] / s["steady_iteration_s"],
+        "tokens_per_s": graph.graph["tokens_per_iteration"] / s["steady_iteration_s"],
         **where,
         "memory_stall_s": s["per_xpu_per_iteration_s"]["memory_stall"],
-        "remote_operators": s["remote_vertices"],
-        "vertices": w.number_of_nodes(),
+        "remote_operators": remote,
+        "vertices": graph.number_of_nodes(),
         "activities": r.activities,
+        "folded": r.fold is not None,
+        "simulated_xpus": len(ranks),
+        "fold_refused": r.fold_refused,
         "wall_s": time.perf_counter() - t0,
     }
+
+
+class _Recorded:
+    """A workload factory that keeps the graph it built (the breakdown reads it), and passes on its units."""
+
+    def __init__(self, factory: Any) -> None:
+        self.factory, self.built = factory, None
+
+    def __call__(self, ranks: list[str], group: int | None = None) -> Any:
+        self.built = self.factory(ranks, group=group)
+        return self.built
+
+    def communication(self, topology: Any) -> Any:
+        return self.factory.communication(topology)
