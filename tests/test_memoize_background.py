@@ -40,7 +40,12 @@ def _ring_beside_loads(xs: list[str]) -> Workload:
 # relaunch's latency is as long as a step (measured: 1.4e-6 / 8.6e-7 / 3.3e-3 / 3.5e-3)
 @pytest.mark.parametrize(
     "links,tolerance",
-    [({}, 1e-5), ({"cxl_bandwidth": "16GBps"}, 1e-5), ({"cxl_latency": "100us"}, 5e-3), ({"cxl_latency": "200us"}, 5e-3)],
+    [
+        ({}, 1e-5),
+        ({"cxl_bandwidth": "16GBps"}, 1e-5),
+        ({"cxl_latency": "100us"}, 5e-3),
+        ({"cxl_latency": "200us"}, 5e-3),
+    ],
 )
 def test_steps_beside_memory_flows_are_skipped_and_agree(compiled, monkeypatch, links, tolerance):
     topo = cxl_system(32, servers_per_rack=2, **links)
