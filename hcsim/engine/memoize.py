@@ -472,8 +472,10 @@ class MemoizedRings:
     def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
         if self.frozen_ring is not None:  # any flow ends a background skip (the frozen ring has none in flight)
             self._thaw(self.frozen_ring, now)
+        route = None
         if links is None:
-            links = self._route(src, dst)[0]
+            route = self._route(src, dst)
+            links = route[0]
         owner = key[2]  # key: an ActivityKey layout (its run)
         mine = owner.__class__ is RingRun and key[0] is self.execution
         group = owner.group if mine else None
@@ -482,7 +484,9 @@ class MemoizedRings:
         if mine:
             owner.own_all += 1
         elif (key[1] == REMOTE_ACCESS or key[1] == COPY) and key[0] is self.execution:
-            self.memory_flows[act] = (key, src, dst, links, now, self._route(src, dst)[1])
+            if route is None:
+                route = self._route(src, dst)
+            self.memory_flows[act] = (key, src, dst, links, now, route[1])
         if group is not None:
             f = key[3]
             group.inflight[f] += 1
