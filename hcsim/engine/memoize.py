@@ -84,7 +84,7 @@ from typing import Any
 from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 
-__all__ = ["MemoizedRings", "RingGroup", "RingRun"]
+__all__ = ["MemoizedRings", "RingGroup", "RingRun", "TwinClass"]
 
 # timer tags: a skip ends; the virtual flows of a step have all arrived
 SKIP_END, VIRTUAL_END = 0, 1
@@ -154,6 +154,23 @@ class RingRun(VertexRun):
         self.acts: list[Any] = []
 
 
+class TwinClass:
+    """Flows of a ring layout with equal route attributes: ``rep`` and its ``twins`` (see the module docstring).
+
+    ``links``: the links of all of them; ``watch``: the vertices of the execution whose
+    flows may cross those links, as (vertex, whether it must also have finished: a
+    communication vertex starts flows while it runs, a compute vertex only when it
+    starts); ``settled``: how many of them, from the first, can never start a flow there
+    again (that never changes back, so the scan resumes where it stopped).
+    """
+
+    __slots__ = ("rep", "twins", "members", "links", "watch", "settled")
+
+    def __init__(self, rep: int, twins: tuple[int, ...], links: frozenset[str], watch: list[tuple[int, bool]]) -> None:
+        self.rep, self.twins, self.members = rep, twins, (rep, *twins)
+        self.links, self.watch, self.settled = links, watch, 0
+
+
 class RingGroup:
     """The rings in progress with one layout (the same flows on the same routes), none sharing a link between flows.
 
@@ -162,20 +179,22 @@ class RingGroup:
     counted once per flow index (in flight, starts and ends), and each ring reads the
     others' part as the group's count minus its own, instead of every ring being told of
     every flow of the others (which made each flow cost O(rings): 37 overlapping gradient
-    rings in LLaMA2-13B on a fat tree). ``rep``/``reps``: the twin classes (see the module
-    docstring), ``class_links`` the links of flows that have a twin.
+    rings in LLaMA2-13B on a fat tree). ``rep``/``reps``: the twin classes in force (see
+    the module docstring), ``class_links`` the links of their flows; ``dormant``: the twin
+    classes of the layout not in force yet (other traffic may still cross their links).
     """
 
-    __slots__ = ("layout", "rings", "inflight", "events_at", "events", "links", "rep", "reps", "class_links")
+    __slots__ = ("layout", "rings", "inflight", "events_at", "events", "links", "rep", "reps", "class_links", "dormant")
 
-    def __init__(self, layout: tuple, links: frozenset[str], n: int, rep: list[int]) -> None:
+    def __init__(self, layout: tuple, links: frozenset[str], n: int) -> None:
         self.layout, self.links = layout, links
         self.rings: list[RingRun] = []
         self.inflight = [0] * n  # flows of the group's rings in flight, per flow index
         self.events_at = [0] * n  # their starts and ends, per flow index
         self.events = 0  # all of them
-        self.rep, self.reps = rep, [f for f in range(n) if rep[f] == f]
+        self.rep, self.reps = list(range(n)), list(range(n))
         self.class_links: frozenset[str] = frozenset()
+        self.dormant: list[TwinClass] = []
 
 
 class MemoizedRings:
@@ -193,9 +212,12 @@ class MemoizedRings:
         self.fragile: set[RingRun] = set()  # rings skipping or with virtual flows: told of every flow at once
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float, tuple]] = {}
         self.inflight: dict[Any, tuple[frozenset[str], RingGroup | None]] = {}  # every flow in flight -> links, group
-        self.twin_plan: dict[tuple, list[int]] = {}  # layout -> rep of each flow (twin classes), decided once
-        self.other_links: frozenset[str] | None = None  # links any flow other than a ring layout's may cross
-        self.layout_links: dict[tuple, frozenset[str]] | None = None
+        self.twin_plan: dict[tuple, list[int]] = {}  # layout -> rep of each flow (candidate twin classes), decided once
+        self.twin_classes: dict[tuple, list[TwinClass]] = {}  # layout -> its classes of two flows or more
+        # host pairs of the other flows the execution can start -> vertices starting them (None: too many to read);
+        # layout -> its links and ring vertices (see _traffic)
+        self.foreign_pairs: dict[tuple[Any, Any], list[tuple[int, bool]]] | None = None
+        self.layout_links: dict[tuple, tuple[frozenset[str], list[int]]] | None = None
         execution.driver.observe(self)
 
     # ------------------------------------------------------------------ the strategy protocol
@@ -285,76 +307,179 @@ class MemoizedRings:
 
     # ------------------------------------------------------------------ groups and twins
     def _new_group(self, layout: tuple, r: RingRun, routes: list[tuple[frozenset[str], float, tuple]]) -> RingGroup:
-        """A group for ``r``'s layout, with its twin classes unless a flow in flight crosses their links."""
-        rep = self.twin_plan.get(layout)
-        if rep is None:
+        """A group for ``r``'s layout; its twin classes form now where other traffic is over on their links."""
+        classes = self.twin_classes.get(layout)
+        if classes is None:
             rep = self.twin_plan[layout] = self._twins(layout, routes)
-        group = RingGroup(layout, r.links, len(routes), list(rep))
-        if len(group.reps) < len(rep):
-            twinned = {rep[f] for f in range(len(rep)) if rep[f] != f}
-            group.class_links = frozenset().union(*(r.flow_links[f] for f in range(len(rep)) if rep[f] in twinned))
-            if any(not links.isdisjoint(group.class_links) for links, _ in self.inflight.values()):
-                group.rep, group.reps, group.class_links = list(range(len(rep))), list(range(len(rep))), frozenset()
+            classes = self.twin_classes[layout] = self._classes(layout, r, rep)
+        group = RingGroup(layout, r.links, len(routes))
+        group.dormant = list(classes)
+        if classes:
+            self._form_twins(group, None)
         return group
 
     def _twins(self, layout: tuple, routes: list[tuple[frozenset[str], float, tuple]]) -> list[int]:
-        """rep[f] for the flows of a (disjoint) ring layout: the first flow of f's twin class, or f."""
-        n = len(routes)
-        other = self._other_links(layout)
-        rep = list(range(n))
-        if other is None:
+        """rep[f] for the flows of a (disjoint) ring layout: the first flow of f's twin class, or f.
+
+        Flows of equal route signatures (latency, links' attributes) are candidates; a class
+        is in force only once no other flow can cross its links (:meth:`_form_twins`). None
+        at all if the execution has too many other flows to tell which links they cross.
+        """
+        rep = list(range(len(routes)))
+        if self._foreign_pairs() is None:
             return rep
         first: dict[tuple, int] = {}
-        for f, (links, _, signature) in enumerate(routes):
-            if links.isdisjoint(other):
-                rep[f] = first.setdefault(signature, f)
+        for f, (_, _, signature) in enumerate(routes):
+            rep[f] = first.setdefault(signature, f)
         return rep
 
-    def _other_links(self, layout: tuple) -> frozenset[str] | None:
-        """Links that a flow other than this layout's ring flows may cross (None: too many flows to tell)."""
+    def _classes(self, layout: tuple, r: RingRun, rep: list[int]) -> list[TwinClass]:
+        """The twin classes of ``rep`` (two flows or more), with the vertices that may start flows on their links."""
+        members: dict[int, list[int]] = {}
+        for f, g in enumerate(rep):
+            members.setdefault(g, []).append(f)
+        pairs = self._foreign_pairs()
+        classes = []
+        for f, flows in members.items():
+            if len(flows) < 2 or pairs is None:
+                continue
+            links = frozenset().union(*(r.flow_links[g] for g in flows))
+            watch: set[tuple[int, bool]] = set()
+            for (a, b), users in pairs.items():
+                if not links.isdisjoint(self._route(a, b)[0]):
+                    watch.update(users)
+            for key, (used, vertices) in self.layout_links.items():  # type: ignore[union-attr]
+                if key != layout and not links.isdisjoint(used):
+                    watch.update((v, True) for v in vertices)
+            classes.append(TwinClass(f, tuple(flows[1:]), links, sorted(watch)))
+        return classes
+
+    def _foreign_pairs(self) -> dict[tuple[Any, Any], list[tuple[int, bool]]] | None:
+        """Host pairs of every flow other than ring layouts' the execution can start, with the vertices starting them.
+
+        None if there are too many to read (then there are no twins, which is always exact).
+        """
         if self.layout_links is None:
-            self.layout_links, self.other_links = self._traffic()
-        if self.other_links is None:
-            return None
-        links = set(self.other_links)
-        for key, used in self.layout_links.items():
-            if key != layout:
-                links.update(used)
-        return frozenset(links)
+            self.layout_links, self.foreign_pairs = self._traffic()
+        return self.foreign_pairs
 
-    def _traffic(self) -> tuple[dict[tuple, frozenset[str]], frozenset[str] | None]:
-        """The links of each ring layout, and those of every other flow the execution can start (read once).
+    def _traffic(
+        self,
+    ) -> tuple[dict[tuple, tuple[frozenset[str], list[int]]], dict[tuple[Any, Any], list[tuple[int, bool]]] | None]:
+        """The links and vertices of each ring layout, and the other flows the execution can start (read once).
 
-        Other flows: remote-memory flows of compute vertices, and the flows of every
-        communication vertex not run by this strategy. None if there are more than
-        ``_OTHER_FLOWS_SCANNED`` of them to read.
+        Other flows: remote-memory flows of compute vertices (started when the vertex
+        starts), and the flows of every communication vertex not run by this strategy
+        (started while it runs), as (source, destination) -> [(vertex, runs flows while
+        running)]. None for those if there are more than ``_OTHER_FLOWS_SCANNED`` to read.
         """
         x = self.execution
-        layouts: dict[tuple, frozenset[str]] = {}
-        pairs: dict[tuple[str, str], tuple[Any, Any]] = {}
+        layouts: dict[tuple, tuple[frozenset[str], list[int]]] = {}
+        pairs: dict[tuple[Any, Any], set[tuple[int, bool]]] = {}
         scanned = 0
         for v, fp in enumerate(x.flow_plans):
             if fp is None:
                 cp = x.compute_plan[v]
                 if cp is not None and cp.remote is not None:
-                    pairs[(cp.remote.name, cp.host.name)] = (cp.remote, cp.host)
+                    pairs.setdefault((cp.remote, cp.host), set()).add((v, False))
                 continue
             src, dst = x.flow_hosts[v]
             if x.strategy_of[v] is self and fp.steps:
                 key = tuple((a.name, b.name) for a, b in zip(src, dst, strict=True))
-                if key not in layouts:
-                    layouts[key] = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
+                known = layouts.get(key)
+                if known is None:
+                    links = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
+                    known = layouts[key] = (links, [])
+                known[1].append(v)
                 continue
             scanned += len(src)
             if scanned > _OTHER_FLOWS_SCANNED:
                 return layouts, None
             for a, b in zip(src, dst, strict=True):
                 if a is not None and b is not None:
-                    pairs[(a.name, b.name)] = (a, b)
-        other: set[str] = set()
-        for a, b in pairs.values():
-            other.update(self._route(a, b)[0])
-        return layouts, frozenset(other)
+                    pairs.setdefault((a, b), set()).add((v, True))
+        return layouts, {pair: sorted(users) for pair, users in pairs.items()}
+
+    def _settled(self, c: TwinClass) -> bool:
+        """No vertex of the execution can start a flow on the class's links any more (none is left to start or run)."""
+        x = self.execution
+        started, running, limit, watch = x.started, x.running, x.limit, c.watch
+        i = c.settled
+        while i < len(watch):
+            v, runs = watch[i]
+            if started[v] < limit or (runs and running[v]):
+                break
+            i += 1
+        c.settled = i
+        return i == len(watch)
+
+    def _twin_state(self, r: RingRun, f: int, now: float) -> tuple:
+        """Where flow f of ``r``'s current step stands: in SimGrid (start, size, bytes left), virtual, or over."""
+        if r.skip is not None:
+            return ("skipping",)
+        if f in r.real:
+            act = r.acts[f]
+            return ("over",) if act is None else (r.flow_start[f], r.flow_size[f], act.remaining)
+        if not r.virtual_count:
+            return ("over",)
+        arrival = r.virtual_start + self._virtual_duration(r, f, r.virtual_size)
+        return ("over",) if arrival <= now else ("virtual", arrival)
+
+    def _form_twins(self, group: RingGroup, now: float | None) -> None:
+        """Put dormant twin classes in force where it is exact (the module docstring: "Twins").
+
+        A class forms when (1) no flow from outside the group is in flight on its links,
+        (2) no vertex of the execution can start one there any more (:meth:`_settled`), and
+        (3) in every ring of the group each twin stands where its representative does
+        (:meth:`_twin_state`). Its twins then leave SimGrid: those in flight are cancelled
+        (their representative carries the same bytes on an isomorphic set of links).
+        ``now`` None: the group has no ring yet (only (1) and (2) apply).
+        """
+        rings = group.rings
+        ready = []
+        for c in group.dormant:
+            if not self._settled(c):
+                continue
+            if rings:
+                if any(rings[0].foreign[h] for h in c.members):  # the same count in every ring of the group
+                    continue
+                if any(self._twin_state(r, g, now) != self._twin_state(r, c.rep, now)  # type: ignore[arg-type]
+                       for r in rings for g in c.twins):  # fmt: skip
+                    continue
+            elif any(not links.isdisjoint(c.links) for links, _ in self.inflight.values()):
+                continue
+            ready.append(c)
+        if not ready:
+            return
+        n = len(group.rep)
+        rep = list(group.rep)
+        for c in ready:
+            for g in c.twins:
+                rep[g] = c.rep
+        group.dormant = [c for c in group.dormant if c not in ready]
+        group.rep, group.reps = rep, [f for f in range(n) if rep[f] == f]
+        group.class_links = group.class_links.union(*(c.links for c in ready))
+        cancels = []
+        for r in rings:
+            r.rep, r.reps = group.rep, group.reps
+            r.slowest_first, r.vends_step = None, -1
+            if r.skip is not None:
+                continue
+            for c in ready:
+                for g in c.twins:
+                    if g not in r.real:
+                        if r.virtual_count:  # a virtual flow of the step: its representative arrives with it
+                            r.virtual_count -= 1
+                    elif r.acts[g] is not None:
+                        cancels.append((r, g))
+            self._fragile(r)
+        result, driver = self.execution.result, self.execution.driver
+        for r, g in cancels:
+            r.real.discard(g)
+            r.real_left -= 1
+            result.activities -= 1  # counted as memoized from now on, as a twin at its step's start would be
+            result.memoized_flows += 1
+            driver.cancel(r.acts[g], now)
 
     def _break_twins(self, group: RingGroup, now: float) -> None:
         """A flow from outside the group crosses a twin's links: every twin becomes a flow of its own.
@@ -362,9 +487,11 @@ class MemoizedRings:
         A twin whose representative is in SimGrid is launched with the bytes its
         representative has left (paying its latency again, like a materialized flow); a
         twin of a virtual representative stays virtual with the representative's solo time.
+        Its class goes back to dormant (it may form again, :meth:`_form_twins`).
         """
         n = len(group.rep)
         rep = group.rep
+        group.dormant = list(self.twin_classes.get(group.layout, ()))
         group.rep, group.reps, group.class_links = list(range(n)), list(range(n)), frozenset()
         launches = []
         for r in group.rings:
@@ -599,6 +726,8 @@ class MemoizedRings:
                     if o.virtual_count and g not in o.real and o.rep[g] == g:
                         self._materialize(o, g, now)
         group = r.group
+        if group is not None and group.dormant:
+            self._form_twins(group, now)
         busy = r.busy
         if group is not None:
             inflight = group.inflight
