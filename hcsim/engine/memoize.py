@@ -200,6 +200,11 @@ class RingGroup:
 class MemoizedRings:
     """Runs ring collectives step by step, skipping what repeats (see the module docstring)."""
 
+    late_twins = True
+    """Twin classes whose links other flows may cross form once that traffic is over for good
+    (:meth:`_form_twins`). False: only classes that no other flow of the execution can ever
+    cross, when their group starts (the rule before; for comparisons)."""
+
     def __init__(self, execution: Any, exact: Any) -> None:
         self.execution = execution
         self.exact = exact  # for rings of a single rank (no step)
@@ -437,7 +442,10 @@ class MemoizedRings:
         """
         rings = group.rings
         ready = []
+        late = self.late_twins
         for c in group.dormant:
+            if not late and (c.watch or now is not None):
+                continue
             if not self._settled(c):
                 continue
             if rings:
