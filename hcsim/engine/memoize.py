@@ -23,8 +23,8 @@ Overlapping rings
 Data-parallel training starts one gradient allreduce per bucket as the backward pass
 reaches it; when a ring takes longer than the compute between buckets, rings pile up
 on the same links (LLaMA2-13B on the 1024-XPU fat tree: up to 37 rings at once, each
-of 2046 steps), none is ever alone, and nothing above applies. Two things keep that
-case cheap, and neither changes what SimGrid computes:
+of 2046 steps), none is ever alone, and nothing above applies. Three things keep that
+case cheap, and none changes what SimGrid computes:
 
 * **Group counters.** Rings of one *layout* (the same flows between the same hosts)
   whose flows cross pairwise disjoint links form a :class:`RingGroup`. Flow f of one
@@ -37,28 +37,56 @@ case cheap, and neither changes what SimGrid computes:
   rings skipping or holding virtual flows, which must act at once, are still told
   (``fragile``). The decisions are the same, so are the results: fat trees k = 4, 8
   and 16 give the previous code's iteration times and flow counts to the last digit.
-* **Twins.** Flows f and g of a group's layout are *twins* if (1) their routes have
-  the same latency and the same links' attributes (bandwidth, latency, sharing policy,
-  as a multiset), and (2) no other flow can cross their links: no remote-memory flow,
-  no flow of a communication vertex run by another strategy, no flow of another ring
-  layout (all read from the execution's plans before the first ring starts). Then the
-  links of f carry exactly the f-flows of the group's rings, and those of g the
-  g-flows, and both sets start at the same instants (their rings' step starts) with
-  the same sizes. Every link of f's route carries the same flows, so a flow's share
-  is the same function of the number of flows in flight (and of the route's
-  attributes, equal for f and g) on every one of them: the two subsystems are
-  isomorphic and get the same inputs, so every g-flow ends when its ring's f-flow ends,
-  whatever the network model (the platform must be stationary, as the skipping above
-  already assumes). So only the first flow of each twin class (its *representative*)
-  runs in SimGrid; the twins are counted in ``memoized_flows``, and a step still ends
-  with its last representative, which is when its last flow would have ended. On the
-  folded fat tree a ring's 8 flows are 3 classes (under one edge switch, edge to edge,
-  pod to pod): 3 flows per step instead of 8, the same iteration time to the last
-  digit (``tests/test_memoize_overlap.py`` checks 1e-12 against twins off).
-  Should a flow cross a twin's links anyway (none can within one execution; it is
-  guarded), the group's twins become flows of their own on the spot: a twin of a
-  representative in flight is launched with the bytes its representative has left,
-  paying its latency again like a materialized flow.
+* **Twins.** Flows f and g of a group's layout are *twins* if their routes have the same
+  latency and the same links' attributes (bandwidth, latency, sharing policy, as a
+  multiset); a class of twins is *in force* (:meth:`MemoizedRings._form_twins`) once
+  (1) no flow from outside the group is in flight on its links, (2) none can start there
+  any more: every vertex of the execution whose flows may cross them (remote-memory
+  flows of compute vertices, flows of communication vertices run by another strategy or
+  of another ring layout, all read from the plans before the first ring starts) has
+  made its last start and, for a communication vertex, finished, and (3) in every ring
+  of the group each twin stands where its representative does (both in SimGrid with the
+  same start, size and bytes left, both virtual with the same arrival, or both over).
+  From then on the links of f carry exactly the f-flows of the group's rings, and those
+  of g the g-flows; the two sets are in the same state by (3), and start at the same
+  instants (their rings' step starts) with the same sizes. Every link of f's route
+  carries the same flows, so a flow's share is the same function of the number of flows
+  in flight (and of the route's attributes, equal for f and g) on every one of them: the
+  two subsystems are isomorphic and get the same inputs, so every g-flow ends when its
+  ring's f-flow ends, whatever the network model (the platform must be stationary, as
+  the skipping above already assumes). So only the first flow of each class (its
+  *representative*) runs in SimGrid; the twins in flight when the class forms are
+  cancelled, and all are counted in ``memoized_flows``; a step still ends with its last
+  representative, which is when its last flow would have ended. A class whose links no
+  other flow can ever cross forms with its group (on the folded fat tree a ring's 8
+  flows are 3 classes, under one edge switch, edge to edge, pod to pod: 3 flows per step
+  instead of 8, the same iteration time to the last digit; ``tests/test_memoize_overlap.py``
+  checks 1e-12 against twins off). A class that host-memory copies may cross forms
+  *late*, when the last copy on its links has ended: on the non-coherent system the
+  server-to-server and rack-to-rack ring flows share PCIe links with the copies of the
+  backward pass, and LLaMA2-13B at 1024 XPUs (folded to 4 servers in 2 racks) forms
+  flows 7 = 23 and 15 = 31 at 7.014 s of an 11.06 s iteration, once the backward pass is
+  over: the 40k ring steps left run 3 flows instead of 5 (391k -> 310k activities, the
+  same iteration time to the last digit). Whether (3) holds is checked, not assumed:
+  there the whole folded system is symmetric under swapping its two racks, and SimGrid
+  computes the mirror flows bit for bit alike (measured on all 81k steps); a copy on one
+  side only leaves the twins apart for good (the lag of the slowed twin is handed from
+  ring to ring), and the class stays dormant (forming it anyway, g adopting f's state,
+  was -6.7e-4 on a toy of two rings: ``tests/test_memoize_late_twins.py``). Condition
+  (2) reads the execution's limit: in a run of several iterations the next iteration's
+  copies are still to come, so late classes form in the last simulated one only
+  (``late_twins = False`` keeps only the classes no flow can ever cross, the rule before).
+  Should a flow cross a twin's links anyway (none of this execution can; a flow of
+  another execution on the same driver could), the group's twins become flows of their
+  own on the spot: a twin of a representative in flight is launched with the bytes its
+  representative has left, paying its latency again like a materialized flow; the class
+  may form again by (1)-(3).
+* **Arrived virtual flows.** A ring holding virtual flows is *fragile*: it hears of every
+  flow on its links at once, to materialize them. Once its last virtual flow has arrived
+  it leaves that set until its next step: the intra-server flows of LLaMA2-13B's rings
+  arrive within a microsecond of steps of tens, and 26 overlapping rings used to stay
+  fragile, each told of every flow, for the rest of every step. Nothing else changes
+  (materializing an arrived flow launches nothing).
 
 Why not skip by the *joint* state of the rings (skip a stretch when the set of steps in
 progress repeats)? It does not repeat: measured on the 1024-XPU fat tree, five
