@@ -178,3 +178,30 @@ def test_late_twins_at_1024_xpus_are_the_fast_path_without_them(monkeypatch):
     late = run()
     _same_run(late, before)
     assert late.activities < 0.85 * before.activities  # measured: 309,530 against 391,092
+
+
+def test_flows_no_copy_can_cross_are_twins_from_the_start(compiled, monkeypatch, tmp_path):
+    """Four servers, a copy into the second server's first XPU: of the four server-to-server flows (one signature)
+    it can cross 7 and 15, not 23 and 31, which are twins from the ring's start, with or without late twins."""
+    topo = noncoherent_system(32, links=PCIE_16)
+    xs = topo.xpus()
+    w = Workload()
+    w.add_comm("A", 4e9, "allreduce", xs, is_start=True)
+    w.add_compute("copy", 1e9, xs[8], mem_bytes=3e9, footprint=1e12, is_start=True)
+    path = compiled(topo)
+    exact = simulate(path, w, 1, coherent=False, record_flows=False)
+    runs = {}
+    for on in (False, True):
+        _late_twins(monkeypatch, on)
+        log = tmp_path / f"formed{on}.txt"
+        _spy_formations(monkeypatch, log)
+        runs[on] = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
+        monkeypatch.undo()
+        formed = _formations(log)
+        assert formed[0][0] is None and {7, 15, 23}.issubset(formed[0][1]) and 31 not in formed[0][1]
+    monkeypatch.setattr(MemoizedRings, "_twins", lambda self, layout, routes: list(range(len(routes))))
+    plain = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
+    for on, run in runs.items():
+        _same_run(run, plain)
+        assert run.activities < plain.activities, on
+        assert run.makespan == pytest.approx(exact.makespan, rel=0.01)

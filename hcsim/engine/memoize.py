@@ -57,11 +57,14 @@ case cheap, and none changes what SimGrid computes:
   the skipping above already assumes). So only the first flow of each class (its
   *representative*) runs in SimGrid; the twins in flight when the class forms are
   cancelled, and all are counted in ``memoized_flows``; a step still ends with its last
-  representative, which is when its last flow would have ended. A class whose links no
-  other flow can ever cross forms with its group (on the folded fat tree a ring's 8
-  flows are 3 classes, under one edge switch, edge to edge, pod to pod: 3 flows per step
-  instead of 8, the same iteration time to the last digit; ``tests/test_memoize_overlap.py``
-  checks 1e-12 against twins off). A class that host-memory copies may cross forms
+  representative, which is when its last flow would have ended. Flows of one signature
+  whose links no other flow can ever cross are a class that forms with its group; those
+  that other flows may cross are a second class with the same representative (or one of
+  their own if none is uncrossed), so a copy on one server does not keep the others'
+  flows from being twins. On the folded fat tree a ring's 8 flows are 3 classes (under
+  one edge switch, edge to edge, pod to pod): 3 flows per step instead of 8, the same
+  iteration time to the last digit (``tests/test_memoize_overlap.py`` checks 1e-12
+  against twins off). A class that host-memory copies may cross forms
   *late*, when the last copy on its links has ended: on the non-coherent system the
   server-to-server and rack-to-rack ring flows share PCIe links with the copies of the
   backward pass, and LLaMA2-13B at 1024 XPUs (folded to 4 servers in 2 racks) forms
@@ -251,6 +254,7 @@ class MemoizedRings:
         # layout -> its links and ring vertices (see _traffic)
         self.foreign_pairs: dict[tuple[Any, Any], list[tuple[int, bool]]] | None = None
         self.layout_links: dict[tuple, tuple[frozenset[str], list[int]]] | None = None
+        self.link_users: tuple[dict[str, set[tuple[int, bool]]], dict[str, list[tuple]]] | None = None
         execution.driver.observe(self)
 
     # ------------------------------------------------------------------ the strategy protocol
@@ -367,25 +371,53 @@ class MemoizedRings:
         return rep
 
     def _classes(self, layout: tuple, r: RingRun, rep: list[int]) -> list[TwinClass]:
-        """The twin classes of ``rep`` (two flows or more), with the vertices that may start flows on their links."""
+        """The twin classes of ``rep`` (two flows or more), with the vertices that may start flows on their links.
+
+        Flows of one signature whose links no other flow can cross are one class (it forms
+        with the group); those that other flows may cross are a second class with the same
+        representative (it forms late), or a class of their own if none is uncrossed.
+        """
+        if self._foreign_pairs() is None:
+            return []
+        users, layouts = self._link_users()
         members: dict[int, list[int]] = {}
         for f, g in enumerate(rep):
             members.setdefault(g, []).append(f)
-        pairs = self._foreign_pairs()
         classes = []
-        for f, flows in members.items():
-            if len(flows) < 2 or pairs is None:
+        for flows in members.values():
+            if len(flows) < 2:
                 continue
-            links = frozenset().union(*(r.flow_links[g] for g in flows))
-            watch: set[tuple[int, bool]] = set()
-            for (a, b), users in pairs.items():
-                if not links.isdisjoint(self._route(a, b)[0]):
-                    watch.update(users)
-            for key, (used, vertices) in self.layout_links.items():  # type: ignore[union-attr]
-                if key != layout and not links.isdisjoint(used):
-                    watch.update((v, True) for v in vertices)
-            classes.append(TwinClass(f, tuple(flows[1:]), links, sorted(watch)))
+            watch: dict[int, set[tuple[int, bool]]] = {}
+            for f in flows:
+                seen = watch[f] = set()
+                for link in r.flow_links[f]:
+                    seen.update(users.get(link, ()))
+                    for key in layouts.get(link, ()):
+                        if key != layout:
+                            seen.update((v, True) for v in self.layout_links[key][1])  # type: ignore[index]
+            free = [f for f in flows if not watch[f]]
+            crossed = [f for f in flows if watch[f]]
+            for members_of in (free, [free[0], *crossed] if free and crossed else crossed):
+                if len(members_of) < 2:
+                    continue
+                links = frozenset().union(*(r.flow_links[f] for f in members_of))
+                seen = set().union(*(watch[f] for f in members_of))
+                classes.append(TwinClass(members_of[0], tuple(members_of[1:]), links, sorted(seen)))
         return classes
+
+    def _link_users(self) -> tuple[dict[str, set[tuple[int, bool]]], dict[str, list[tuple]]]:
+        """Link -> the vertices whose other flows may cross it; link -> the ring layouts crossing it (built once)."""
+        if self.link_users is None:
+            users: dict[str, set[tuple[int, bool]]] = {}
+            for (a, b), vertices in (self.foreign_pairs or {}).items():
+                for link in self._route(a, b)[0]:
+                    users.setdefault(link, set()).update(vertices)
+            layouts: dict[str, list[tuple]] = {}
+            for key, (links, _) in (self.layout_links or {}).items():
+                for link in links:
+                    layouts.setdefault(link, []).append(key)
+            self.link_users = (users, layouts)
+        return self.link_users
 
     def _foreign_pairs(self) -> dict[tuple[Any, Any], list[tuple[int, bool]]] | None:
         """Host pairs of every flow other than ring layouts' the execution can start, with the vertices starting them.
