@@ -485,8 +485,8 @@ class MemoizedRings:
         if f in r.real:
             act = r.acts[f]
             return ("over",) if act is None else (r.flow_start[f], r.flow_size[f], act.remaining)
-        if not r.virtual_count:
-            return ("over",)
+        if not r.virtual_count or r.solo[f] is None:  # no step under way (or nothing virtual about f)
+            return ("over",) if r.virtual_count == 0 else ("unknown", f)
         arrival = r.virtual_start + self._virtual_duration(r, f, r.virtual_size)
         return ("over",) if arrival <= now else ("virtual", arrival)
 
