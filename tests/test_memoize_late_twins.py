@@ -102,6 +102,13 @@ def test_twins_form_once_the_copies_on_their_links_are_over(compiled, monkeypatc
     _same_run(late, before)
     assert late.makespan == pytest.approx(exact.makespan, rel=0.01)
     assert late.activities + late.memoized_flows == exact.activities
+    # two iterations: the second one's copies are to come during the first, and the last would count fewer
+    # activities than the ones iteration memoization copies: no late twins at all
+    two = simulate(path, w, 2, coherent=False, record_flows=False, memoize=True)
+    _late_twins(monkeypatch, False)
+    two_before = simulate(path, w, 2, coherent=False, record_flows=False, memoize=True)
+    assert two.activities == two_before.activities
+    _same_run(two, two_before)
 
 
 def test_twins_that_stand_apart_do_not_form(compiled, monkeypatch, tmp_path):

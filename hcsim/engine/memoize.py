@@ -75,10 +75,12 @@ case cheap, and none changes what SimGrid computes:
   computes the mirror flows bit for bit alike (measured on all 81k steps); a copy on one
   side only leaves the twins apart for good (the lag of the slowed twin is handed from
   ring to ring), and the class stays dormant (forming it anyway, g adopting f's state,
-  was -6.7e-4 on a toy of two rings: ``tests/test_memoize_late_twins.py``). Condition
-  (2) reads the execution's limit: in a run of several iterations the next iteration's
-  copies are still to come, so late classes form in the last simulated one only
-  (``late_twins = False`` keeps only the classes no flow can ever cross, the rule before).
+  was -6.7e-4 on a toy of two rings: ``tests/test_memoize_late_twins.py``). Late
+  classes form in single-iteration runs only: with several iterations the next one's
+  copies are still to come in all but the last, and forming there would make the last
+  iteration count fewer SimGrid activities than the others, which iteration memoization
+  (``repeat``) copies from a simulated one (the dates would agree, the counts not).
+  ``late_twins = False`` keeps only the classes no flow can ever cross (the rule before).
   Should a flow cross a twin's links anyway (none of this execution can; a flow of
   another execution on the same driver could), the group's twins become flows of their
   own on the spot: a twin of a representative in flight is launched with the bytes its
@@ -502,7 +504,7 @@ class MemoizedRings:
         """
         rings = group.rings
         ready = []
-        late = self.late_twins
+        late = self.late_twins and self.execution.iterations == 1  # see the module docstring: "Twins", condition (2)
         for c in group.dormant:
             if not late and (c.watch or now is not None):
                 continue
