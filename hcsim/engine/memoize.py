@@ -555,8 +555,9 @@ class MemoizedRings:
         """A flow from outside the group crosses a twin's links: every twin becomes a flow of its own.
 
         A twin whose representative is in SimGrid is launched with the bytes its
-        representative has left (paying its latency again, like a materialized flow); a
-        twin of a virtual representative stays virtual with the representative's solo time.
+        representative has left (paying its latency again, like a materialized flow), or
+        has ended with it; a twin of a virtual representative stays virtual with the
+        representative's solo time.
         Its class goes back to dormant (it may form again, :meth:`_form_twins`).
         """
         n = len(group.rep)
@@ -580,6 +581,8 @@ class MemoizedRings:
                     act = r.acts[f]
                     if act is not None:  # still in flight: g has what f has left
                         launches.append((r, g, max(1, int(round(act.remaining)))))
+                    else:  # over: g ended with f (left out, it would pass for virtual and be materialized)
+                        r.real.add(g)
                 elif r.virtual_count:
                     r.virtual_count += 1  # a twin of a virtual flow is virtual on its own
         result = self.execution.result
