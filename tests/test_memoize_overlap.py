@@ -99,7 +99,7 @@ def test_a_flow_the_twins_did_not_foresee_breaks_them(compiled, monkeypatch, tmp
             f.write(f"{now!r} {len(group.reps)}\n")
         real_break(self, group, now)
 
-    monkeypatch.setattr(MemoizedRings, "_traffic", lambda self: ({}, frozenset()))
+    monkeypatch.setattr(MemoizedRings, "_traffic", lambda self: ({}, {}))
     monkeypatch.setattr(MemoizedRings, "_break_twins", spy)
     memo = simulate(path, w, 1, record_flows=False, memoize=True)
     seen = [line.split() for line in log.read_text().splitlines()]

@@ -23,8 +23,8 @@ Overlapping rings
 Data-parallel training starts one gradient allreduce per bucket as the backward pass
 reaches it; when a ring takes longer than the compute between buckets, rings pile up
 on the same links (LLaMA2-13B on the 1024-XPU fat tree: up to 37 rings at once, each
-of 2046 steps), none is ever alone, and nothing above applies. Two things keep that
-case cheap, and neither changes what SimGrid computes:
+of 2046 steps), none is ever alone, and nothing above applies. Three things keep that
+case cheap, and none changes what SimGrid computes:
 
 * **Group counters.** Rings of one *layout* (the same flows between the same hosts)
   whose flows cross pairwise disjoint links form a :class:`RingGroup`. Flow f of one
@@ -37,28 +37,61 @@ case cheap, and neither changes what SimGrid computes:
   rings skipping or holding virtual flows, which must act at once, are still told
   (``fragile``). The decisions are the same, so are the results: fat trees k = 4, 8
   and 16 give the previous code's iteration times and flow counts to the last digit.
-* **Twins.** Flows f and g of a group's layout are *twins* if (1) their routes have
-  the same latency and the same links' attributes (bandwidth, latency, sharing policy,
-  as a multiset), and (2) no other flow can cross their links: no remote-memory flow,
-  no flow of a communication vertex run by another strategy, no flow of another ring
-  layout (all read from the execution's plans before the first ring starts). Then the
-  links of f carry exactly the f-flows of the group's rings, and those of g the
-  g-flows, and both sets start at the same instants (their rings' step starts) with
-  the same sizes. Every link of f's route carries the same flows, so a flow's share
-  is the same function of the number of flows in flight (and of the route's
-  attributes, equal for f and g) on every one of them: the two subsystems are
-  isomorphic and get the same inputs, so every g-flow ends when its ring's f-flow ends,
-  whatever the network model (the platform must be stationary, as the skipping above
-  already assumes). So only the first flow of each twin class (its *representative*)
-  runs in SimGrid; the twins are counted in ``memoized_flows``, and a step still ends
-  with its last representative, which is when its last flow would have ended. On the
-  folded fat tree a ring's 8 flows are 3 classes (under one edge switch, edge to edge,
-  pod to pod): 3 flows per step instead of 8, the same iteration time to the last
-  digit (``tests/test_memoize_overlap.py`` checks 1e-12 against twins off).
-  Should a flow cross a twin's links anyway (none can within one execution; it is
-  guarded), the group's twins become flows of their own on the spot: a twin of a
-  representative in flight is launched with the bytes its representative has left,
-  paying its latency again like a materialized flow.
+* **Twins.** Flows f and g of a group's layout are *twins* if their routes have the same
+  latency and the same links' attributes (bandwidth, latency, sharing policy, as a
+  multiset); a class of twins is *in force* (:meth:`MemoizedRings._form_twins`) once
+  (1) no flow from outside the group is in flight on its links, (2) none can start there
+  any more: every vertex of the execution whose flows may cross them (remote-memory
+  flows of compute vertices, flows of communication vertices run by another strategy or
+  of another ring layout, all read from the plans before the first ring starts) has
+  made its last start and, for a communication vertex, finished, and (3) in every ring
+  of the group each twin stands where its representative does (both in SimGrid with the
+  same start, size and bytes left, both virtual with the same arrival, or both over).
+  From then on the links of f carry exactly the f-flows of the group's rings, and those
+  of g the g-flows; the two sets are in the same state by (3), and start at the same
+  instants (their rings' step starts) with the same sizes. Every link of f's route
+  carries the same flows, so a flow's share is the same function of the number of flows
+  in flight (and of the route's attributes, equal for f and g) on every one of them: the
+  two subsystems are isomorphic and get the same inputs, so every g-flow ends when its
+  ring's f-flow ends, whatever the network model (the platform must be stationary, as
+  the skipping above already assumes). So only the first flow of each class (its
+  *representative*) runs in SimGrid; the twins in flight when the class forms are
+  cancelled, and all are counted in ``memoized_flows``; a step still ends with its last
+  representative, which is when its last flow would have ended. Flows of one signature
+  whose links no other flow can ever cross are a class that forms with its group; those
+  that other flows may cross are a second class with the same representative (or one of
+  their own if none is uncrossed), so a copy on one server does not keep the others'
+  flows from being twins. On the folded fat tree a ring's 8 flows are 3 classes (under
+  one edge switch, edge to edge, pod to pod): 3 flows per step instead of 8, the same
+  iteration time to the last digit (``tests/test_memoize_overlap.py`` checks 1e-12
+  against twins off). A class that host-memory copies may cross forms
+  *late*, when the last copy on its links has ended: on the non-coherent system the
+  server-to-server and rack-to-rack ring flows share PCIe links with the copies of the
+  backward pass, and LLaMA2-13B at 1024 XPUs (folded to 4 servers in 2 racks) forms
+  flows 7 = 23 and 15 = 31 at 7.014 s of an 11.06 s iteration, once the backward pass is
+  over: the 40k ring steps left run 3 flows instead of 5 (391k -> 310k activities, the
+  same iteration time to the last digit). Whether (3) holds is checked, not assumed:
+  there the whole folded system is symmetric under swapping its two racks, and SimGrid
+  computes the mirror flows bit for bit alike (measured on all 81k steps); a copy on one
+  side only leaves the twins apart for good (the lag of the slowed twin is handed from
+  ring to ring), and the class stays dormant (forming it anyway, g adopting f's state,
+  was -6.7e-4 on a toy of two rings: ``tests/test_memoize_late_twins.py``). Late
+  classes form in single-iteration runs only: with several iterations the next one's
+  copies are still to come in all but the last, and forming there would make the last
+  iteration count fewer SimGrid activities than the others, which iteration memoization
+  (``repeat``) copies from a simulated one (the dates would agree, the counts not).
+  ``late_twins = False`` keeps only the classes no flow can ever cross (the rule before).
+  Should a flow cross a twin's links anyway (none of this execution can; a flow of
+  another execution on the same driver could), the group's twins become flows of their
+  own on the spot: a twin of a representative in flight is launched with the bytes its
+  representative has left, paying its latency again like a materialized flow; the class
+  may form again by (1)-(3).
+* **Arrived virtual flows.** A ring holding virtual flows is *fragile*: it hears of every
+  flow on its links at once, to materialize them. Once its last virtual flow has arrived
+  it leaves that set until its next step: the intra-server flows of LLaMA2-13B's rings
+  arrive within a microsecond of steps of tens, and 26 overlapping rings used to stay
+  fragile, each told of every flow, for the rest of every step. Nothing else changes
+  (materializing an arrived flow launches nothing).
 
 Why not skip by the *joint* state of the rings (skip a stretch when the set of steps in
 progress repeats)? It does not repeat: measured on the 1024-XPU fat tree, five
@@ -114,7 +147,7 @@ from typing import Any
 from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
 from hcsim.engine.records import COMM, COPY, REMOTE_ACCESS, ActivityKey, VertexRun
 
-__all__ = ["MemoizedRings", "RingGroup", "RingRun"]
+__all__ = ["MemoizedRings", "RingGroup", "RingRun", "TwinClass"]
 
 # timer tags: a skip ends; the virtual flows of a step have all arrived
 SKIP_END, VIRTUAL_END = 0, 1
@@ -191,6 +224,23 @@ class RingRun(VertexRun):
         self.frozen: tuple[float, float, int, list[tuple]] | None = None
 
 
+class TwinClass:
+    """Flows of a ring layout with equal route attributes: ``rep`` and its ``twins`` (see the module docstring).
+
+    ``links``: the links of all of them; ``watch``: the vertices of the execution whose
+    flows may cross those links, as (vertex, whether it must also have finished: a
+    communication vertex starts flows while it runs, a compute vertex only when it
+    starts); ``settled``: how many of them, from the first, can never start a flow there
+    again (that never changes back, so the scan resumes where it stopped).
+    """
+
+    __slots__ = ("rep", "twins", "members", "links", "watch", "settled")
+
+    def __init__(self, rep: int, twins: tuple[int, ...], links: frozenset[str], watch: list[tuple[int, bool]]) -> None:
+        self.rep, self.twins, self.members = rep, twins, (rep, *twins)
+        self.links, self.watch, self.settled = links, watch, 0
+
+
 class RingGroup:
     """The rings in progress with one layout (the same flows on the same routes), none sharing a link between flows.
 
@@ -199,20 +249,22 @@ class RingGroup:
     counted once per flow index (in flight, starts and ends), and each ring reads the
     others' part as the group's count minus its own, instead of every ring being told of
     every flow of the others (which made each flow cost O(rings): 37 overlapping gradient
-    rings in LLaMA2-13B on a fat tree). ``rep``/``reps``: the twin classes (see the module
-    docstring), ``class_links`` the links of flows that have a twin.
+    rings in LLaMA2-13B on a fat tree). ``rep``/``reps``: the twin classes in force (see
+    the module docstring), ``class_links`` the links of their flows; ``dormant``: the twin
+    classes of the layout not in force yet (other traffic may still cross their links).
     """
 
-    __slots__ = ("layout", "rings", "inflight", "events_at", "events", "links", "rep", "reps", "class_links")
+    __slots__ = ("layout", "rings", "inflight", "events_at", "events", "links", "rep", "reps", "class_links", "dormant")
 
-    def __init__(self, layout: tuple, links: frozenset[str], n: int, rep: list[int]) -> None:
+    def __init__(self, layout: tuple, links: frozenset[str], n: int) -> None:
         self.layout, self.links = layout, links
         self.rings: list[RingRun] = []
         self.inflight = [0] * n  # flows of the group's rings in flight, per flow index
         self.events_at = [0] * n  # their starts and ends, per flow index
         self.events = 0  # all of them
-        self.rep, self.reps = rep, [f for f in range(n) if rep[f] == f]
+        self.rep, self.reps = list(range(n)), list(range(n))
         self.class_links: frozenset[str] = frozenset()
+        self.dormant: list[TwinClass] = []
 
 
 class MemoizedRings:
@@ -223,6 +275,11 @@ class MemoizedRings:
     """
 
     background = True
+
+    late_twins = True
+    """Twin classes whose links other flows may cross form once that traffic is over for good
+    (:meth:`_form_twins`). False: only classes that no other flow of the execution can ever
+    cross, when their group starts (the rule before; for comparisons)."""
 
     def __init__(self, execution: Any, exact: Any) -> None:
         self.execution = execution
@@ -236,9 +293,13 @@ class MemoizedRings:
         self.fragile: set[RingRun] = set()  # rings skipping or with virtual flows: told of every flow at once
         self.routes: dict[tuple[str, str], tuple[frozenset[str], float, tuple]] = {}
         self.inflight: dict[Any, tuple[frozenset[str], RingGroup | None]] = {}  # every flow in flight -> links, group
-        self.twin_plan: dict[tuple, list[int]] = {}  # layout -> rep of each flow (twin classes), decided once
-        self.other_links: frozenset[str] | None = None  # links any flow other than a ring layout's may cross
-        self.layout_links: dict[tuple, frozenset[str]] | None = None
+        self.twin_plan: dict[tuple, list[int]] = {}  # layout -> rep of each flow (candidate twin classes), decided once
+        self.twin_classes: dict[tuple, list[TwinClass]] = {}  # layout -> its classes of two flows or more
+        # host pairs of the other flows the execution can start -> vertices starting them (None: too many to read);
+        # layout -> its links and ring vertices (see _traffic)
+        self.foreign_pairs: dict[tuple[Any, Any], list[tuple[int, bool]]] | None = None
+        self.layout_links: dict[tuple, tuple[frozenset[str], list[int]]] | None = None
+        self.link_users: tuple[dict[str, set[tuple[int, bool]]], dict[str, list[tuple]]] | None = None
         # background skipping: flow starts and ends seen (all flows), the memory flows of this execution in
         # flight (-> key, src, dst, links, start, route latency), the ring whose component is frozen, and the
         # last component found (valid while no flow but the ring's own started or ended)
@@ -339,86 +400,223 @@ class MemoizedRings:
 
     # ------------------------------------------------------------------ groups and twins
     def _new_group(self, layout: tuple, r: RingRun, routes: list[tuple[frozenset[str], float, tuple]]) -> RingGroup:
-        """A group for ``r``'s layout, with its twin classes unless a flow in flight crosses their links."""
-        rep = self.twin_plan.get(layout)
-        if rep is None:
+        """A group for ``r``'s layout; its twin classes form now where other traffic is over on their links."""
+        classes = self.twin_classes.get(layout)
+        if classes is None:
             rep = self.twin_plan[layout] = self._twins(layout, routes)
-        group = RingGroup(layout, r.links, len(routes), list(rep))
-        if len(group.reps) < len(rep):
-            twinned = {rep[f] for f in range(len(rep)) if rep[f] != f}
-            group.class_links = frozenset().union(*(r.flow_links[f] for f in range(len(rep)) if rep[f] in twinned))
-            if any(not links.isdisjoint(group.class_links) for links, _ in self.inflight.values()):
-                group.rep, group.reps, group.class_links = list(range(len(rep))), list(range(len(rep))), frozenset()
+            classes = self.twin_classes[layout] = self._classes(layout, r, rep)
+        group = RingGroup(layout, r.links, len(routes))
+        group.dormant = list(classes)
+        if classes:
+            self._form_twins(group, None)
         return group
 
     def _twins(self, layout: tuple, routes: list[tuple[frozenset[str], float, tuple]]) -> list[int]:
-        """rep[f] for the flows of a (disjoint) ring layout: the first flow of f's twin class, or f."""
-        n = len(routes)
-        other = self._other_links(layout)
-        rep = list(range(n))
-        if other is None:
+        """rep[f] for the flows of a (disjoint) ring layout: the first flow of f's twin class, or f.
+
+        Flows of equal route signatures (latency, links' attributes) are candidates; a class
+        is in force only once no other flow can cross its links (:meth:`_form_twins`). None
+        at all if the execution has too many other flows to tell which links they cross.
+        """
+        rep = list(range(len(routes)))
+        if self._foreign_pairs() is None:
             return rep
         first: dict[tuple, int] = {}
-        for f, (links, _, signature) in enumerate(routes):
-            if links.isdisjoint(other):
-                rep[f] = first.setdefault(signature, f)
+        for f, (_, _, signature) in enumerate(routes):
+            rep[f] = first.setdefault(signature, f)
         return rep
 
-    def _other_links(self, layout: tuple) -> frozenset[str] | None:
-        """Links that a flow other than this layout's ring flows may cross (None: too many flows to tell)."""
+    def _classes(self, layout: tuple, r: RingRun, rep: list[int]) -> list[TwinClass]:
+        """The twin classes of ``rep`` (two flows or more), with the vertices that may start flows on their links.
+
+        Flows of one signature whose links no other flow can cross are one class (it forms
+        with the group); those that other flows may cross are a second class with the same
+        representative (it forms late), or a class of their own if none is uncrossed.
+        """
+        if self._foreign_pairs() is None:
+            return []
+        users, layouts = self._link_users()
+        members: dict[int, list[int]] = {}
+        for f, g in enumerate(rep):
+            members.setdefault(g, []).append(f)
+        classes = []
+        for flows in members.values():
+            if len(flows) < 2:
+                continue
+            watch: dict[int, set[tuple[int, bool]]] = {}
+            for f in flows:
+                seen = watch[f] = set()
+                for link in r.flow_links[f]:
+                    seen.update(users.get(link, ()))
+                    for key in layouts.get(link, ()):
+                        if key != layout:
+                            seen.update((v, True) for v in self.layout_links[key][1])  # type: ignore[index]
+            free = [f for f in flows if not watch[f]]
+            crossed = [f for f in flows if watch[f]]
+            for members_of in (free, [free[0], *crossed] if free and crossed else crossed):
+                if len(members_of) < 2:
+                    continue
+                links = frozenset().union(*(r.flow_links[f] for f in members_of))
+                seen = set().union(*(watch[f] for f in members_of))
+                classes.append(TwinClass(members_of[0], tuple(members_of[1:]), links, sorted(seen)))
+        return classes
+
+    def _link_users(self) -> tuple[dict[str, set[tuple[int, bool]]], dict[str, list[tuple]]]:
+        """Link -> the vertices whose other flows may cross it; link -> the ring layouts crossing it (built once)."""
+        if self.link_users is None:
+            users: dict[str, set[tuple[int, bool]]] = {}
+            for (a, b), vertices in (self.foreign_pairs or {}).items():
+                for link in self._route(a, b)[0]:
+                    users.setdefault(link, set()).update(vertices)
+            layouts: dict[str, list[tuple]] = {}
+            for key, (links, _) in (self.layout_links or {}).items():
+                for link in links:
+                    layouts.setdefault(link, []).append(key)
+            self.link_users = (users, layouts)
+        return self.link_users
+
+    def _foreign_pairs(self) -> dict[tuple[Any, Any], list[tuple[int, bool]]] | None:
+        """Host pairs of every flow other than ring layouts' the execution can start, with the vertices starting them.
+
+        None if there are too many to read (then there are no twins, which is always exact).
+        """
         if self.layout_links is None:
-            self.layout_links, self.other_links = self._traffic()
-        if self.other_links is None:
-            return None
-        links = set(self.other_links)
-        for key, used in self.layout_links.items():
-            if key != layout:
-                links.update(used)
-        return frozenset(links)
+            self.layout_links, self.foreign_pairs = self._traffic()
+        return self.foreign_pairs
 
-    def _traffic(self) -> tuple[dict[tuple, frozenset[str]], frozenset[str] | None]:
-        """The links of each ring layout, and those of every other flow the execution can start (read once).
+    def _traffic(
+        self,
+    ) -> tuple[dict[tuple, tuple[frozenset[str], list[int]]], dict[tuple[Any, Any], list[tuple[int, bool]]] | None]:
+        """The links and vertices of each ring layout, and the other flows the execution can start (read once).
 
-        Other flows: remote-memory flows of compute vertices, and the flows of every
-        communication vertex not run by this strategy. None if there are more than
-        ``_OTHER_FLOWS_SCANNED`` of them to read.
+        Other flows: remote-memory flows of compute vertices (started when the vertex
+        starts), and the flows of every communication vertex not run by this strategy
+        (started while it runs), as (source, destination) -> [(vertex, runs flows while
+        running)]. None for those if there are more than ``_OTHER_FLOWS_SCANNED`` to read.
         """
         x = self.execution
-        layouts: dict[tuple, frozenset[str]] = {}
-        pairs: dict[tuple[str, str], tuple[Any, Any]] = {}
+        layouts: dict[tuple, tuple[frozenset[str], list[int]]] = {}
+        pairs: dict[tuple[Any, Any], set[tuple[int, bool]]] = {}
         scanned = 0
         for v, fp in enumerate(x.flow_plans):
             if fp is None:
                 cp = x.compute_plan[v]
                 if cp is not None and cp.remote is not None:
-                    pairs[(cp.remote.name, cp.host.name)] = (cp.remote, cp.host)
+                    pairs.setdefault((cp.remote, cp.host), set()).add((v, False))
                 continue
             src, dst = x.flow_hosts[v]
             if x.strategy_of[v] is self and fp.steps:
                 key = tuple((a.name, b.name) for a, b in zip(src, dst, strict=True))
-                if key not in layouts:
-                    layouts[key] = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
+                known = layouts.get(key)
+                if known is None:
+                    links = frozenset().union(*(self._route(a, b)[0] for a, b in zip(src, dst, strict=True)))
+                    known = layouts[key] = (links, [])
+                known[1].append(v)
                 continue
             scanned += len(src)
             if scanned > _OTHER_FLOWS_SCANNED:
                 return layouts, None
             for a, b in zip(src, dst, strict=True):
                 if a is not None and b is not None:
-                    pairs[(a.name, b.name)] = (a, b)
-        other: set[str] = set()
-        for a, b in pairs.values():
-            other.update(self._route(a, b)[0])
-        return layouts, frozenset(other)
+                    pairs.setdefault((a, b), set()).add((v, True))
+        return layouts, {pair: sorted(users) for pair, users in pairs.items()}
+
+    def _settled(self, c: TwinClass) -> bool:
+        """No vertex of the execution can start a flow on the class's links any more (none is left to start or run)."""
+        x = self.execution
+        started, running, limit, watch = x.started, x.running, x.limit, c.watch
+        i = c.settled
+        while i < len(watch):
+            v, runs = watch[i]
+            if started[v] < limit or (runs and running[v]):
+                break
+            i += 1
+        c.settled = i
+        return i == len(watch)
+
+    def _twin_state(self, r: RingRun, f: int, now: float) -> tuple:
+        """Where flow f of ``r``'s current step stands: in SimGrid (start, size, bytes left), virtual, or over."""
+        if r.skip is not None:
+            return ("skipping",)
+        if f in r.real:
+            act = r.acts[f]
+            return ("over",) if act is None else (r.flow_start[f], r.flow_size[f], act.remaining)
+        if not r.virtual_count or r.solo[f] is None:  # no step under way (or nothing virtual about f)
+            return ("over",) if r.virtual_count == 0 else ("unknown", f)
+        arrival = r.virtual_start + self._virtual_duration(r, f, r.virtual_size)
+        return ("over",) if arrival <= now else ("virtual", arrival)
+
+    def _form_twins(self, group: RingGroup, now: float | None) -> None:
+        """Put dormant twin classes in force where it is exact (the module docstring: "Twins").
+
+        A class forms when (1) no flow from outside the group is in flight on its links,
+        (2) no vertex of the execution can start one there any more (:meth:`_settled`), and
+        (3) in every ring of the group each twin stands where its representative does
+        (:meth:`_twin_state`). Its twins then leave SimGrid: those in flight are cancelled
+        (their representative carries the same bytes on an isomorphic set of links).
+        ``now`` None: the group has no ring yet (only (1) and (2) apply).
+        """
+        rings = group.rings
+        ready = []
+        late = self.late_twins and self.execution.iterations == 1  # see the module docstring: "Twins", condition (2)
+        for c in group.dormant:
+            if not late and (c.watch or now is not None):
+                continue
+            if not self._settled(c):
+                continue
+            if rings:
+                if any(rings[0].foreign[h] for h in c.members):  # the same count in every ring of the group
+                    continue
+                if any(self._twin_state(r, g, now) != self._twin_state(r, c.rep, now)  # type: ignore[arg-type]
+                       for r in rings for g in c.twins):  # fmt: skip
+                    continue
+            elif any(not links.isdisjoint(c.links) for links, _ in self.inflight.values()):
+                continue
+            ready.append(c)
+        if not ready:
+            return
+        n = len(group.rep)
+        rep = list(group.rep)
+        for c in ready:
+            for g in c.twins:
+                rep[g] = c.rep
+        group.dormant = [c for c in group.dormant if c not in ready]
+        group.rep, group.reps = rep, [f for f in range(n) if rep[f] == f]
+        group.class_links = group.class_links.union(*(c.links for c in ready))
+        cancels = []
+        for r in rings:
+            r.rep, r.reps = group.rep, group.reps
+            r.slowest_first, r.vends_step = None, -1
+            if r.skip is not None:
+                continue
+            for c in ready:
+                for g in c.twins:
+                    if g not in r.real:
+                        if r.virtual_count:  # a virtual flow of the step: its representative arrives with it
+                            r.virtual_count -= 1
+                    elif r.acts[g] is not None:
+                        cancels.append((r, g))
+            self._fragile(r)
+        result, driver = self.execution.result, self.execution.driver
+        for r, g in cancels:
+            r.real.discard(g)
+            r.real_left -= 1
+            result.activities -= 1  # counted as memoized from now on, as a twin at its step's start would be
+            result.memoized_flows += 1
+            driver.cancel(r.acts[g], now)
 
     def _break_twins(self, group: RingGroup, now: float) -> None:
         """A flow from outside the group crosses a twin's links: every twin becomes a flow of its own.
 
         A twin whose representative is in SimGrid is launched with the bytes its
-        representative has left (paying its latency again, like a materialized flow); a
-        twin of a virtual representative stays virtual with the representative's solo time.
+        representative has left (paying its latency again, like a materialized flow), or
+        has ended with it; a twin of a virtual representative stays virtual with the
+        representative's solo time.
+        Its class goes back to dormant (it may form again, :meth:`_form_twins`).
         """
         n = len(group.rep)
         rep = group.rep
+        group.dormant = list(self.twin_classes.get(group.layout, ()))
         group.rep, group.reps, group.class_links = list(range(n)), list(range(n)), frozenset()
         launches = []
         for r in group.rings:
@@ -437,6 +635,8 @@ class MemoizedRings:
                     act = r.acts[f]
                     if act is not None:  # still in flight: g has what f has left
                         launches.append((r, g, max(1, int(round(act.remaining)))))
+                    else:  # over: g ended with f (left out, it would pass for virtual and be materialized)
+                        r.real.add(g)
                 elif r.virtual_count:
                     r.virtual_count += 1  # a twin of a virtual flow is virtual on its own
         result = self.execution.result
@@ -467,6 +667,22 @@ class MemoizedRings:
             self.fragile.add(r)
         else:
             self.fragile.discard(r)
+
+    def _fragile_now(self, now: float) -> set[RingRun]:
+        """The fragile rings that must still be told of flows on their links; the others leave ``fragile``.
+
+        A ring not skipping whose virtual flows have all arrived (``virtual_end``, the
+        last arrival, is past) has nothing another flow could disturb until its next step:
+        materializing an arrived flow launches nothing (LLaMA2-13B's intra-server flows
+        arrive within a microsecond of a step of tens, and 26 overlapping rings used to
+        stay fragile, each told of every flow, for the rest of every step). Its step still
+        ends with its real flows or its pending VIRTUAL_END timer, as before.
+        """
+        fragile = self.fragile
+        arrived = [r for r in fragile if r.skip is None and r.virtual_end <= now]
+        if arrived:
+            fragile.difference_update(arrived)
+        return fragile
 
     # ------------------------------------------------------------------ observing the network
     def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
@@ -534,7 +750,7 @@ class MemoizedRings:
         if group is not None and not self.fragile and not self.loose and len(self.groups) == 1:
             return  # overlapping rings of one group: the counters have it all
         if group is not None and self.fragile:
-            for r in [r for r in self.fragile if r.group is group and r is not owner]:
+            for r in [r for r in self._fragile_now(now) if r.group is group and r is not owner]:
                 hit = self._hits(r, links)
                 if hit:
                     if r.skip is not None:
@@ -662,7 +878,7 @@ class MemoizedRings:
         r.step_generation += 1
         r.step_id += 1
         if self.fragile:  # another ring alone on links this step needs is not alone any more
-            for o in [o for o in self.fragile if o is not r]:
+            for o in [o for o in self._fragile_now(now) if o is not r]:
                 hit = self._hits(o, r.links)
                 if not hit:
                     continue
@@ -672,6 +888,8 @@ class MemoizedRings:
                     if o.virtual_count and g not in o.real and o.rep[g] == g:
                         self._materialize(o, g, now)
         group = r.group
+        if group is not None and group.dormant:
+            self._form_twins(group, now)
         busy = r.busy
         if group is not None:
             inflight = group.inflight
