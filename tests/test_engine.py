@@ -328,3 +328,29 @@ def test_data_parallel_refuses_bad_layers():
         ("AR0:L", "a/FP0:L", True), ("AR0:L", "b/FP0:L", True), ("a/BP0:L", "AR0:L", False),
         ("a/FP0:L", "a/BP0:L", False), ("b/BP0:L", "AR0:L", False), ("b/FP0:L", "b/BP0:L", False),
     ]  # fmt: skip
+
+
+def test_data_parallel_graph_is_the_one_networkx_would_build():
+    """data_parallel stores its dicts straight into the graph (Workload._add_built): the graph, its
+    orders (which the engine's launch order follows) and a dict of its own per vertex and edge are
+    what NetworkX's add_nodes_from / add_edges_from make of the same lists."""
+    import networkx as nx
+
+    layers = [Layer("L", 1, 2, 3, 4, 5), Layer("M", 1, 2, 3, 4), Layer("N", 1, 2, 3, 4, 6, block="L")]
+    for ranks, group in ((["a", "b", "c"], None), (["a", "b"], 8), (["a"], None)):
+        w = data_parallel(ranks, layers, group=group)
+        same = nx.DiGraph()
+        same.add_nodes_from((n, dict(d)) for n, d in w.nodes(data=True))
+        same.add_edges_from((u, v, dict(d)) for u, v, d in w.edges(data=True))
+        assert list(w.nodes(data=True)) == list(same.nodes(data=True))
+        for mine, theirs in ((w.succ, same.succ), (w.pred, same.pred)):
+            assert [(u, list(out.items())) for u, out in mine.items()] == [
+                (u, list(out.items())) for u, out in theirs.items()
+            ]
+        dicts = [id(d) for _, d in w.nodes(data=True)] + [id(d) for *_, d in w.edges(data=True)]
+        assert len(set(dicts)) == len(dicts)  # no vertex or edge shares its dict with another
+        # per rank: 2L - 1 chain edges, then per layer BP -> FP, or BP -> AR -> FP where an allreduce is
+        allreduces = 2 if len(ranks) > 1 else 0
+        assert w.number_of_edges() == len(ranks) * (3 * len(layers) - 1 + allreduces)
+        w.add_edge("a/FP0:L", "a/BP2:N")  # and NetworkX's caches see later changes as usual
+        assert w.has_edge("a/FP0:L", "a/BP2:N") and "a/BP2:N" in w.succ["a/FP0:L"]

@@ -150,6 +150,30 @@ class Workload(nx.DiGraph):
                 raise HcsimError(f"dependency '{u}' -> '{v}': vertex '{end}' does not exist")
         self.add_edge(u, v, skip_first_iteration=bool(skip_first_iteration))
 
+    def _add_built(self, nodes: list[tuple[str, dict[str, Any]]], edges: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """Store vertices and edges made by a builder straight into NetworkX's own dicts.
+
+        The same graph, in the same order, as ``add_nodes_from(nodes)`` then
+        ``add_edges_from(edges)``, but each attribute dict is kept as given: NetworkX copies a
+        vertex's dict twice and an edge's once, which was most of the time of building a folded
+        LLaMA2-13B graph (38k vertices, 59k edges). So the caller hands its dicts over (and no
+        longer uses them) and guarantees what NetworkX would otherwise settle: the vertex names
+        are new and distinct (the builders check that, with their own message), and every edge
+        is new, distinct and joins two of them. It checks nothing else: the caller runs
+        :meth:`_check_vertex` as before.
+        """
+        node, succ, pred = self._node, self._succ, self._pred
+        for name, attrs in nodes:
+            node[name] = attrs
+            succ[name] = {}
+            pred[name] = {}
+        for u, v, attrs in edges:
+            succ[u][v] = attrs
+            pred[v][u] = attrs
+        clear = getattr(nx, "_clear_cache", None)  # NetworkX >= 3.3 caches backend conversions per graph
+        if clear is not None:
+            clear(self)
+
     # ------------------------------------------------------------------ checks
     def _check_new(self, name: object) -> None:
         if not isinstance(name, str) or not name:
