@@ -219,7 +219,10 @@ class Topology(nx.Graph):
     def xpus(self) -> list[str]:
         """XPU names, ordered by ``rank`` where given (the order collectives use)."""
         xs = self.nodes_of("xpu")
-        return sorted(xs, key=lambda n: (self.nodes[n].get("rank", math.inf), xs.index(n)))
+        nodes = self._node  # NetworkX's node dict: its NodeView costs 2 us a lookup
+        # ties in rank keep insertion order: the position is in the key (not xs.index(n), O(N^2): 0.1 s at 4096 XPUs)
+        order = sorted(range(len(xs)), key=lambda i: (nodes[xs[i]].get("rank", math.inf), i))
+        return [xs[i] for i in order]
 
     def hosts(self) -> list[str]:
         """Nodes that become SimGrid hosts: XPUs and memory nodes."""
