@@ -86,6 +86,9 @@ def _flag(d: dict[str, Any], key: str, what: str) -> None:
         raise HcsimError(f"{what}: {key} must be true or false, got {value!r}")
 
 
+_clear_cache = getattr(nx, "_clear_cache", lambda graph: None)  # NetworkX >= 3.3 caches backend conversions per graph
+
+
 class Workload(nx.DiGraph):
     """An AI task as compute and communication vertices; cycles allowed."""
 
@@ -170,9 +173,7 @@ class Workload(nx.DiGraph):
         for u, v, attrs in edges:
             succ[u][v] = attrs
             pred[v][u] = attrs
-        clear = getattr(nx, "_clear_cache", None)  # NetworkX >= 3.3 caches backend conversions per graph
-        if clear is not None:
-            clear(self)
+        _clear_cache(self)
 
     # ------------------------------------------------------------------ checks
     def _check_new(self, name: object) -> None:
