@@ -354,3 +354,23 @@ def test_data_parallel_graph_is_the_one_networkx_would_build():
         assert w.number_of_edges() == len(ranks) * (3 * len(layers) - 1 + allreduces)
         w.add_edge("a/FP0:L", "a/BP2:N")  # and NetworkX's caches see later changes as usual
         assert w.has_edge("a/FP0:L", "a/BP2:N") and "a/BP2:N" in w.succ["a/FP0:L"]
+
+
+def test_validate_names_the_first_bad_vertex_among_identical_ones():
+    """validate() checks a compute vertex once per distinct set of value objects: a vertex that differs
+    only in one value (or in its location's type) is still checked, and named."""
+    layers = [Layer("L", 1e9, 2e9, 3e9, 4e9, 5e9)]
+    ranks = ["a", "b", "c", "d"]
+    assert data_parallel(ranks, layers).validate() is not None
+    for key, bad, message in (
+        ("flops", -1.0, r"compute vertex 'c/BP0:L': flops must be a finite number >= 0, got -1.0"),
+        ("mem_bytes", float("nan"), r"compute vertex 'c/BP0:L': mem_bytes must be a finite number >= 0"),
+        ("is_start", 1, r"compute vertex 'c/BP0:L': is_start must be true or false, got 1"),
+        ("precision", "int8", r"compute vertex 'c/BP0:L': precision 'int8' is unknown"),
+        ("location", None, r"compute vertex 'c/BP0:L' has no location"),
+    ):
+        w = data_parallel(ranks, layers)
+        w.nodes["c/BP0:L"][key] = bad
+        w.nodes["d/BP0:L"][key] = bad
+        with pytest.raises(HcsimError, match=message):
+            w.validate()
