@@ -405,3 +405,20 @@ def test_simulate_system_lets_go_of_its_workload_once_the_simulation_is_forked(m
     kept = allreduce_benchmark(topology.xpus(), 4e8)  # simulate(): the caller's workload stays the caller's
     assert simulate_system(topology, lambda ranks, group=None: kept).makespan == result.makespan
     assert kept.number_of_nodes() == 1
+
+
+def test_a_placement_naming_a_missing_memory_host_is_refused_naming_the_first_vertex(compiled):
+    path = custom_pair(compiled)
+    w = Workload()
+    for i, name in enumerate("abcd"):
+        w.add_compute(name, 1e9, "x0", mem_bytes=1e6, is_start=i == 0)
+        if i:
+            w.add_dependency("abcd"[i - 1], name)
+
+    def policy(xpu, vertices, coherent):
+        return {n: (None if n in "ab" else "m0" if n == "c" else "ghost") for n, _ in vertices}
+
+    with pytest.raises(HcsimError, match=r"^vertex 'd' is placed in memory host 'ghost', which the platform does not"):
+        simulate(path, w, placement=policy)
+    ok = simulate(path, w, placement=lambda xpu, vs, c: {n: ("m0" if n == "c" else None) for n, _ in vs})
+    assert ok.placement == {"a": None, "b": None, "c": "m0", "d": None}
