@@ -101,15 +101,22 @@ def _data_parallel(
     forward: list[list[str]] = []  # vertex names per layer, in rank order (the edges reuse them)
     backward: list[list[str]] = [[] for _ in layers]
 
+    blocks: dict[str, list[str]] = {}  # a data block's name per rank, made once (a decoder's 30 operators share it)
+
     def compute(names: list[str], phase: str, li: int, layer: Layer, flops: float, mem: float, fp: float) -> None:
         block = layer.block or layer.name
+        data = blocks.get(block)
+        if data is None:
+            data = blocks[block] = [f"{rank}/{block}" for rank in ranks]
+        suffix = f"/{'FP' if phase == 'forward' else 'BP'}{li}:{layer.name}"
+        start = li == 0 and phase == "forward"
         for r, rank in enumerate(ranks):
-            vertex = f"{rank}/{'FP' if phase == 'forward' else 'BP'}{li}:{layer.name}"
+            vertex = f"{rank}{suffix}"
             names.append(vertex)
             # the keys in the order they always had: the graph's JSON and Chakra files list them so
             d = {"type": "compute", "flops": flops, "location": rank, "precision": precision, "mem_bytes": mem,
-                 "footprint": fp, "is_start": li == 0 and phase == "forward", "data": f"{rank}/{block}",
-                 "rank": r, "layer": li, "phase": phase}  # fmt: skip
+                 "footprint": fp, "is_start": start, "data": data[r], "rank": r, "layer": li,
+                 "phase": phase}  # fmt: skip
             nodes.append((vertex, d))
         checked.append(nodes[-len(ranks)])
 
@@ -131,11 +138,14 @@ def _data_parallel(
             nodes.append((ar, d))
             checked.append(nodes[-1])
             ars[li] = ar
-    seen: set[str] = set()
-    for vertex, _ in nodes:
-        if vertex in seen:
-            raise HcsimError(f"vertex '{vertex}' is a duplicate (vertex names must be unique: is a rank listed twice?)")
-        seen.add(vertex)
+    if len({vertex for vertex, _ in nodes}) != len(nodes):  # a duplicate: name the first one
+        seen: set[str] = set()
+        for vertex, _ in nodes:
+            if vertex in seen:
+                raise HcsimError(
+                    f"vertex '{vertex}' is a duplicate (vertex names must be unique: is a rank listed twice?)"
+                )
+            seen.add(vertex)
     for vertex, d in checked:
         Workload._check_vertex(vertex, d)
 
