@@ -219,7 +219,15 @@ class Topology(nx.Graph):
     # ------------------------------------------------------------------ queries
     def nodes_of(self, kind: str) -> list[str]:
         """Names of the nodes of ``kind`` ("xpu", "memory" or "switch"), in insertion order."""
-        return [n for n, k in self.nodes(data="kind") if k == kind]
+        return [n for n, d in self._node.items() if d.get("kind") == kind]
+
+    def zone_of(self) -> dict[str, str]:
+        """Each node's zone ("" for the root), in insertion order.
+
+        Read from NetworkX's node dict: ``nodes(data="zone")`` costs a generator step per node, and
+        folding, routing and validating each read every zone of a 4096-XPU system (13k nodes).
+        """
+        return {n: d.get("zone", "") for n, d in self._node.items()}
 
     def xpus(self) -> list[str]:
         """XPU names, ordered by ``rank`` where given (the order collectives use)."""
@@ -323,7 +331,7 @@ class Topology(nx.Graph):
             if gw not in self or self.nodes[gw].get("zone", "") != zone:
                 raise HcsimError(f"zone '{zone}': gateway {gw!r} is not a node of that zone")
         by_zone: dict[str, list[str]] = {}
-        for n, z in self.nodes(data="zone", default=""):
+        for n, z in self.zone_of().items():
             by_zone.setdefault(z, []).append(n)
         for zone, children in zones.items():
             if children:
@@ -343,7 +351,7 @@ class Topology(nx.Graph):
     def zone_tree(self) -> dict[str, list[str]]:
         """Every zone (root is "") mapped to its sorted child zones."""
         zones: set[str] = {""}
-        for _, zone in self.nodes(data="zone", default=""):
+        for zone in set(self.zone_of().values()):
             parts = zone.split("/") if zone else []
             for i in range(1, len(parts) + 1):
                 zones.add("/".join(parts[:i]))
@@ -357,7 +365,7 @@ class Topology(nx.Graph):
 
     def members(self, zone: str) -> list[str]:
         """Nodes whose zone is exactly ``zone``."""
-        return [n for n, z in self.nodes(data="zone", default="") if z == zone]
+        return [n for n, z in self.zone_of().items() if z == zone]
 
     def iter_links(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """Links as (a, b, data) with a < b, in sorted order (the orientation the compiler uses)."""
