@@ -376,37 +376,6 @@ def test_validate_names_the_first_bad_vertex_among_identical_ones():
             w.validate()
 
 
-def test_simulate_system_lets_go_of_its_workload_once_the_simulation_is_forked(monkeypatch):
-    """simulate_system builds the workload for the run only: this process frees it while the child simulates
-    (hcsim.sg.Handover), not after; the child still runs it whole."""
-    import weakref
-
-    import hcsim.sg
-    from hcsim.engine import simulate_system
-
-    built, alive_while_waiting = [], []
-    receive = hcsim.sg._receive
-
-    def waiting(conn):
-        alive_while_waiting.append(built[0]() is not None)
-        return receive(conn)
-
-    def factory(ranks, group=None):
-        w = allreduce_benchmark(ranks, 4e8)
-        built.append(weakref.ref(w))
-        return w
-
-    monkeypatch.setattr(hcsim.sg, "_receive", waiting)
-    topology = ring(4, bandwidth=100e9, latency=1e-6)
-    result = simulate_system(topology, factory)
-    assert alive_while_waiting == [False]
-    closed = 2 * 3 * (1e-6 + 4e8 / (4 * 100e9))
-    assert result.makespan == pytest.approx(closed, rel=1e-9)
-    kept = allreduce_benchmark(topology.xpus(), 4e8)  # simulate(): the caller's workload stays the caller's
-    assert simulate_system(topology, lambda ranks, group=None: kept).makespan == result.makespan
-    assert kept.number_of_nodes() == 1
-
-
 def test_a_placement_naming_a_missing_memory_host_is_refused_naming_the_first_vertex(compiled):
     path = custom_pair(compiled)
     w = Workload()

@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 from hcsim.engine.execution import RunResult
 from hcsim.engine.memory import Placement, fill_local_first
-from hcsim.engine.simulator import simulate_owned
+from hcsim.engine.simulator import simulate
 from hcsim.platform.topology import Topology
 from hcsim.workload.graph import Workload
 
@@ -116,22 +116,20 @@ def simulate_system(
         except HcsimError as e:  # not provable here: the exact path, said once
             refusal = str(e)
             warnings.warn(f"{refusal}; running every XPU", FoldRefused, stacklevel=2)
-    # built for this run only: handed over in a box, so that no frame here keeps it and it is freed while the
-    # child simulates (hcsim.engine.simulator.simulate_owned)
-    work = [workload(ranks, group=group)]
+    work = workload(ranks, group=group)
     kwargs = dict(
         coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize,
         repeat=repeat, tasks=tasks,
     )  # fmt: skip
     if compile is not None:
-        result = simulate_owned(compile(topology), work, iterations, **kwargs)
+        result = simulate(compile(topology), work, iterations, **kwargs)
     else:
         from hcsim.platform.compiler import compile_platform
 
         with tempfile.TemporaryDirectory(prefix="hcsim-system-") as tmp:
             path = os.path.join(tmp, "platform.xml")
             compile_platform(topology, path)
-            result = simulate_owned(path, work, iterations, **kwargs)
+            result = simulate(path, work, iterations, **kwargs)
     result.fold = folded
     result.fold_refused = refusal
     return result

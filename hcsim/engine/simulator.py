@@ -40,7 +40,7 @@ from hcsim.engine.execution import Execution, RunResult
 from hcsim.engine.memory import Placement, fill_local_first
 from hcsim.errors import HcsimError
 from hcsim.progress import progress_bar
-from hcsim.sg import Handover, import_simgrid, load_platform, run_isolated
+from hcsim.sg import import_simgrid, load_platform, run_isolated
 from hcsim.workload.graph import Workload
 
 __all__ = ["RunResult", "simulate"]
@@ -48,7 +48,7 @@ __all__ = ["RunResult", "simulate"]
 
 def _run(
     platform: str,
-    handed: Handover,
+    workload: Workload,
     iterations: int,
     coherent: bool,
     placement: Placement,
@@ -60,7 +60,6 @@ def _run(
     repeat: bool = False,
     tasks: bool | None = None,
 ) -> RunResult:
-    workload: Workload = handed.value
     sg = import_simgrid()
     engine = load_platform(platform, one_actor=True, config=config)
     all_hosts = {h.name: h for h in engine.all_hosts}
@@ -222,34 +221,6 @@ def simulate(
         >>> abs(t - closed) / closed < 1e-9
         True
     """
-    return simulate_owned(
-        platform, [workload], iterations, coherent=coherent, placement=placement, record_flows=record_flows,
-        progress=progress, memoize=memoize, xpus=xpus, config=config, repeat=repeat, tasks=tasks,
-    )  # fmt: skip
-
-
-def simulate_owned(
-    platform: str | os.PathLike[str],
-    box: list[Workload],
-    iterations: int = 1,
-    *,
-    coherent: bool = True,
-    placement: Placement = fill_local_first,
-    record_flows: bool = True,
-    progress: bool | None = None,
-    memoize: bool = False,
-    xpus: list[str] | None = None,
-    config: tuple[str, ...] = (),
-    repeat: bool = False,
-    tasks: bool | None = None,
-) -> RunResult:
-    """:func:`simulate` the workload taken out of ``box`` (a one-item list), holding it no longer than needed.
-
-    Once the simulation process is forked, this process keeps no reference to the workload (a
-    :class:`~hcsim.sg.Handover`), so a caller that built the workload for this run only and handed it over in
-    a box, keeping none either (:func:`hcsim.engine.simulate_system`), has it freed while the child simulates.
-    """
-    workload = box.pop()
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise HcsimError(f"iterations {iterations!r} is invalid (valid: an integer >= 1)")
     path = os.fspath(platform)
@@ -266,12 +237,10 @@ def simulate_owned(
                     "(valid: repeat=False / no --repeat, or a platform without speed/bandwidth/latency/state files)"
                 )
     show = sys.stderr.isatty() if progress is None else progress
-    handed = Handover(workload)
-    del workload  # only the Handover holds it now: run_isolated lets go of it once forked
     return run_isolated(
         _run,
         path,
-        handed,
+        workload,
         iterations,
         coherent,
         placement,
