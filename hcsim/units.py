@@ -65,6 +65,8 @@ def _prefixed(value: object, what: str, example: str, bases: dict[str, float]) -
 
 def parse_bandwidth(value: object, what: str = "bandwidth") -> float:
     """Bytes per second from e.g. "128GBps", "12.5GB/s", "100Gbps", "64GiBps"."""
+    if type(value) is float:  # already in SI units (the builders' case: 20k links at 4096 XPUs)
+        return value
     return _prefixed(
         value, what, "'128GBps', '12.5GB/s' or '100Gbps'", {"Bps": 1.0, "B/s": 1.0, "bps": 0.125, "b/s": 0.125}
     )
@@ -72,11 +74,15 @@ def parse_bandwidth(value: object, what: str = "bandwidth") -> float:
 
 def parse_bytes(value: object, what: str = "size") -> float:
     """Bytes from e.g. "80GiB", "32GB", "1MB", "512B", or "inf"."""
+    if type(value) is float:  # already in SI units (the builders' case: 20k links at 4096 XPUs)
+        return value
     return _prefixed(value, what, "'80GiB', '32GB' or 'inf'", {"B": 1.0, "bytes": 1.0, "b": 0.125})
 
 
 def parse_flops(value: object, what: str = "FLOPS") -> float:
     """Floating-point operations per second from e.g. "67TFLOPS", "989.4Tf", "19.5 TFLOP/s"."""
+    if type(value) is float:  # already in SI units (the builders' case: 20k links at 4096 XPUs)
+        return value
     return _prefixed(
         value,
         what,
@@ -87,6 +93,8 @@ def parse_flops(value: object, what: str = "FLOPS") -> float:
 
 def parse_time(value: object, what: str = "latency") -> float:
     """Seconds from e.g. "200ns", "5us", "1.5ms", "2s"."""
+    if type(value) is float:  # already in SI units (the builders' case: 20k links at 4096 XPUs)
+        return value
     number, unit = _split(value, what, "'200ns', '5us' or '1ms'")
     if unit == "":
         return number

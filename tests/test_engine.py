@@ -328,3 +328,66 @@ def test_data_parallel_refuses_bad_layers():
         ("AR0:L", "a/FP0:L", True), ("AR0:L", "b/FP0:L", True), ("a/BP0:L", "AR0:L", False),
         ("a/FP0:L", "a/BP0:L", False), ("b/BP0:L", "AR0:L", False), ("b/FP0:L", "b/BP0:L", False),
     ]  # fmt: skip
+
+
+def test_data_parallel_graph_is_the_one_networkx_would_build():
+    """data_parallel stores its dicts straight into the graph (Workload._add_built): the graph, its
+    orders (which the engine's launch order follows) and a dict of its own per vertex and edge are
+    what NetworkX's add_nodes_from / add_edges_from make of the same lists."""
+    import networkx as nx
+
+    layers = [Layer("L", 1, 2, 3, 4, 5), Layer("M", 1, 2, 3, 4), Layer("N", 1, 2, 3, 4, 6, block="L")]
+    for ranks, group in ((["a", "b", "c"], None), (["a", "b"], 8), (["a"], None)):
+        w = data_parallel(ranks, layers, group=group)
+        same = nx.DiGraph()
+        same.add_nodes_from((n, dict(d)) for n, d in w.nodes(data=True))
+        same.add_edges_from((u, v, dict(d)) for u, v, d in w.edges(data=True))
+        assert list(w.nodes(data=True)) == list(same.nodes(data=True))
+        for mine, theirs in ((w.succ, same.succ), (w.pred, same.pred)):
+            assert [(u, list(out.items())) for u, out in mine.items()] == [
+                (u, list(out.items())) for u, out in theirs.items()
+            ]
+        dicts = [id(d) for _, d in w.nodes(data=True)] + [id(d) for *_, d in w.edges(data=True)]
+        assert len(set(dicts)) == len(dicts)  # no vertex or edge shares its dict with another
+        # per rank: 2L - 1 chain edges, then per layer BP -> FP, or BP -> AR -> FP where an allreduce is
+        allreduces = 2 if len(ranks) > 1 else 0
+        assert w.number_of_edges() == len(ranks) * (3 * len(layers) - 1 + allreduces)
+        w.add_edge("a/FP0:L", "a/BP2:N")  # and NetworkX's caches see later changes as usual
+        assert w.has_edge("a/FP0:L", "a/BP2:N") and "a/BP2:N" in w.succ["a/FP0:L"]
+
+
+def test_validate_names_the_first_bad_vertex_among_identical_ones():
+    """validate() checks a compute vertex once per distinct set of value objects: a vertex that differs
+    only in one value (or in its location's type) is still checked, and named."""
+    layers = [Layer("L", 1e9, 2e9, 3e9, 4e9, 5e9)]
+    ranks = ["a", "b", "c", "d"]
+    assert data_parallel(ranks, layers).validate() is not None
+    for key, bad, message in (
+        ("flops", -1.0, r"compute vertex 'c/BP0:L': flops must be a finite number >= 0, got -1.0"),
+        ("mem_bytes", float("nan"), r"compute vertex 'c/BP0:L': mem_bytes must be a finite number >= 0"),
+        ("is_start", 1, r"compute vertex 'c/BP0:L': is_start must be true or false, got 1"),
+        ("precision", "int8", r"compute vertex 'c/BP0:L': precision 'int8' is unknown"),
+        ("location", None, r"compute vertex 'c/BP0:L' has no location"),
+    ):
+        w = data_parallel(ranks, layers)
+        w.nodes["c/BP0:L"][key] = bad
+        w.nodes["d/BP0:L"][key] = bad
+        with pytest.raises(HcsimError, match=message):
+            w.validate()
+
+
+def test_a_placement_naming_a_missing_memory_host_is_refused_naming_the_first_vertex(compiled):
+    path = custom_pair(compiled)
+    w = Workload()
+    for i, name in enumerate("abcd"):
+        w.add_compute(name, 1e9, "x0", mem_bytes=1e6, is_start=i == 0)
+        if i:
+            w.add_dependency("abcd"[i - 1], name)
+
+    def policy(xpu, vertices, coherent):
+        return {n: (None if n in "ab" else "m0" if n == "c" else "ghost") for n, _ in vertices}
+
+    with pytest.raises(HcsimError, match=r"^vertex 'd' is placed in memory host 'ghost', which the platform does not"):
+        simulate(path, w, placement=policy)
+    ok = simulate(path, w, placement=lambda xpu, vs, c: {n: ("m0" if n == "c" else None) for n, _ in vs})
+    assert ok.placement == {"a": None, "b": None, "c": "m0", "d": None}

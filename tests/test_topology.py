@@ -177,3 +177,10 @@ def test_link_names_that_would_collide_in_simgrid_are_refused(tmp_path):
     with pytest.raises(HcsimError, match="both get the SimGrid link name 'a--b--c'"):
         compile_platform(t, tmp_path / "p.xml")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_xpus_are_in_rank_order_with_ties_and_unranked_in_insertion_order():
+    t = Topology()
+    for name, rank in (("u1", None), ("c", 2), ("t1", 1), ("a", 0), ("t0", 1), ("u0", None), ("z", 5)):
+        t.add_xpu(name, "H100", **({} if rank is None else {"rank": rank}))
+    assert t.xpus() == ["a", "t1", "t0", "c", "z", "u1", "u0"]

@@ -50,3 +50,19 @@ def test_decimal_prefixes_scale_by_powers_of_ten(x, prefix):
     factor = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[prefix]
     assert parse_bandwidth(f"{x!r}{prefix}Bps") == pytest.approx(x * factor, rel=1e-12)
     assert parse_bandwidth(f"{x!r}{prefix}bps") == pytest.approx(x * factor / 8, rel=1e-12)
+
+
+@pytest.mark.parametrize("parse", [parse_bandwidth, parse_bytes, parse_flops, parse_time])
+def test_numbers_are_taken_as_si_units_whatever_their_type(parse):
+    """Plain floats take a shortcut; ints, float subclasses and the refusals take the full path."""
+
+    class Rate(float):
+        pass
+
+    for value in (128e9, 3.0, 0.0, math.inf):
+        assert parse(value) == value and type(parse(value)) is float
+    assert parse(7) == 7.0 and type(parse(7)) is float
+    assert parse(Rate(2.5)) == 2.5 and type(parse(Rate(2.5))) is float
+    for bad in (True, None, [1.0]):
+        with pytest.raises(HcsimError, match="is not a quantity"):
+            parse(bad, "link 'a'--'b'")

@@ -59,22 +59,23 @@ def fill_local_first(xpu: XpuInfo, vertices: list[tuple[str, dict]], coherent: b
     used = 0.0
     out: dict[str, str | None] = {}
     block_local: dict[str, bool] = {}
+    remote = xpu.remote(coherent)  # one per XPU: looked up once (1.2k vertices per XPU at 1024 XPUs)
     for name, data in vertices:
         block = data.get("data", name)
-        if block not in block_local:
+        local = block_local.get(block)
+        if local is None:
             used += data.get("footprint", data.get("mem_bytes", 0.0))
-            block_local[block] = used <= xpu.capacity
-        if block_local[block]:
+            local = block_local[block] = used <= xpu.capacity
+        if local:
             out[name] = None
-            continue
-        remote = xpu.remote(coherent)
-        if remote is None:
+        elif remote is None:
             need = "cxl_memory (a coherent run needs a CXL memory)" if coherent else "host_memory"
             raise HcsimError(
                 f"vertex '{name}' does not fit in the memory of XPU '{xpu.name}' ({xpu.capacity:.4g} B) "
                 f"and the XPU has no {need} to hold it (valid: a platform whose XPUs name one)"
             )
-        out[name] = remote
+        else:
+            out[name] = remote
     return out
 
 

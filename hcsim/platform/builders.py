@@ -137,7 +137,7 @@ def _server(
     for c in range(2):
         topo.add_switch(f"{p}.cpu{c}", "cpu", zone=zone)
         topo.add_switch(f"{p}.pcie{c}", "pcie", zone=zone)
-        topo.add_memory(f"{p}.dram{c}", "inf", "host_dram", zone=zone)
+        topo.add_memory(f"{p}.dram{c}", math.inf, "host_dram", zone=zone)
         bundle = LinkSpec(links["pcie"].bandwidth, links["pcie"].latency, PCIE_LANES_CPU_TO_SWITCH)
         link(f"{p}.cpu{c}", f"{p}.pcie{c}", bundle, "pcie")
         link(f"{p}.cpu{c}", f"{p}.dram{c}", links["host_memory"], "memory")
@@ -201,7 +201,7 @@ def paper_system(
                     topo.add_link(f"{p}.cpu{c}", leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")
                 for i in range(XPUS_PER_SERVER):
                     t3 = f"{p}.t3_{i}"
-                    topo.add_memory(t3, "inf", "cxl_type3", zone=zone)
+                    topo.add_memory(t3, math.inf, "cxl_type3", zone=zone)
                     topo.nodes[f"{p}.xpu{i}"]["cxl_memory"] = t3
                     topo.add_link(f"{p}.xpu{i}", leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")
                     topo.add_link(t3, leaf, cxl.bandwidth, cxl.latency, link_kind="cxl")

@@ -198,10 +198,10 @@ def _layout(topology: Topology, xpus: list[str], name: str) -> tuple[list[_Rack]
             last = zone
         server_xpus[zone].append(x)
     rack_zones = {r.zone for r in racks}
-    for n, zone in topology.nodes(data="zone", default=""):
+    zone_of = topology.zone_of()
+    for n, zone in zone_of.items():
         if zone and zone not in server_xpus and zone not in rack_zones:
             raise _refuse(name, f"node '{n}' is in zone '{zone}', which is neither a rack nor a server with XPUs")
-    zone_of = dict(topology.nodes(data="zone", default=""))
     gateways = topology.gateways()
     for zone in [*(r.zone for r in racks), *server_xpus]:
         if zone_of.get(gateways.get(zone)) != zone:
@@ -231,14 +231,16 @@ def _sign(topology: Topology, racks: list[_Rack], server_xpus: dict[str, list[st
     (a partial rack has fewer servers, not other links). Links that join two servers or
     two racks directly are refused: zone routing would not see them.
     """
-    zone_of = dict(topology.nodes(data="zone", default=""))
+    zone_of = topology.zone_of()
     gateways = topology.gateways()
+    # NetworkX's own dicts, not its views (2 us a lookup): every node of every server is signed (50k at 4096 XPUs)
+    node_data, adjacency = topology._node, topology._adj
 
     descs: dict[str, str] = {}
 
     def desc(n: str) -> str:
         if n not in descs:
-            d = topology.nodes[n]
+            d = node_data[n]
             sub = d.get("switch_kind") or d.get("memory_kind") or ""
             cap = d.get("capacity", "") if d.get("kind") == "memory" else ""
             descs[n] = f"{d.get('kind')}:{sub}:{cap}"
@@ -258,14 +260,14 @@ def _sign(topology: Topology, racks: list[_Rack], server_xpus: dict[str, list[st
         raise _refuse(name, f"link '{n}'--'{m}' joins zones '{home}' and '{z}' directly (not through rack or root)")
 
     def node_sig(n: str, home: str, as_set: bool = False) -> tuple[Any, ...]:
-        links = [(_edge_key(e), level(n, m, home), desc(m)) for m, e in topology.adj[n].items()]
+        links = [(_edge_key(e), level(n, m, home), desc(m)) for m, e in adjacency[n].items()]
         return (desc(n), tuple(sorted(set(links) if as_set else links)))
 
     members: dict[str, list[str]] = {}
     for n, z in zone_of.items():
         members.setdefault(z, []).append(n)
     for rack in racks:
-        kinds = {_xpu_type(topology.nodes[x]) for s in rack.servers for x in server_xpus[s]}
+        kinds = {_xpu_type(node_data[x]) for s in rack.servers for x in server_xpus[s]}
         if len(kinds) > 1:
             devices = sorted({str(k[0]) for k in kinds})
             raise _refuse(name, f"rack '{rack.zone}' mixes XPU types {devices}")
@@ -324,14 +326,12 @@ def _choose_racks(racks: list[_Rack]) -> list[int]:
 def _subtopology(topology: Topology, rack_zones: set[str], server_zones: set[str], name: str, group: int) -> Topology:
     """A new Topology induced by the kept servers, their racks' switches and the root."""
     keep_zones = {""} | rack_zones | server_zones
-    return induced_topology(
-        topology, {n for n, z in topology.nodes(data="zone", default="") if z in keep_zones}, name, group
-    )
+    return induced_topology(topology, {n for n, z in topology.zone_of().items() if z in keep_zones}, name, group)
 
 
 def induced_topology(topology: Topology, kept: set[str], name: str, group: int) -> Topology:
     """A new Topology of the ``kept`` nodes (in the original order), their links, gateways and pinned routes."""
-    keep_zones = {""} | {z for n, z in topology.nodes(data="zone", default="") if n in kept}
+    keep_zones = {""} | {z for n, z in topology.zone_of().items() if n in kept}
     keep = [n for n in topology.nodes if n in kept]
     out = Topology()
     out.graph.update(copy.deepcopy({k: v for k, v in topology.graph.items() if k not in ("gateways", "routes")}))

@@ -64,7 +64,7 @@ class Router:
         self.gateways = topology.gateways()
         self.pinned = topology.routes()
         self.transit = bool(topology.graph.get("host_transit", False))
-        self._zone_of = {n: z for n, z in topology.nodes(data="zone", default="")}
+        self._zone_of = topology.zone_of()
         self.members: dict[str, list[str]] = {z: [] for z in self.tree}
         for n, z in self._zone_of.items():
             self.members[z].append(n)

@@ -93,34 +93,42 @@ def _data_parallel(
     w.graph["batches_per_iteration"] = everyone
     if group is not None:
         w.graph["folded_ranks"] = len(ranks)
-    # Built in bulk (add_nodes_from / add_edges_from, one check per layer rather than per
-    # vertex): a folded LLaMA2-13B run has 40k vertices, and vertex-by-vertex insertion
-    # with checks took longer than simulating them.
+    # Built in bulk (one check per layer rather than per vertex, and each vertex's dict made
+    # once and handed to the graph as is: Workload._add_built): a folded LLaMA2-13B run has
+    # 40k vertices, and vertex-by-vertex insertion with checks took longer than simulating them.
     nodes: list[tuple[str, dict]] = []
     checked: list[tuple[str, dict]] = []  # rank 0's vertices: every rank's have the same numbers
+    forward: list[list[str]] = []  # vertex names per layer, in rank order (the edges reuse them)
+    backward: list[list[str]] = [[] for _ in layers]
 
-    def compute(name: str, flops: float, xpu: str, mem: float, footprint: float, **attrs: object) -> None:
-        d = {"type": "compute", "flops": flops, "location": xpu, "precision": precision, "mem_bytes": mem}
-        nodes.append((name, dict(d, footprint=footprint, **attrs)))
+    blocks: dict[str, list[str]] = {}  # a data block's name per rank, made once (a decoder's 30 operators share it)
+
+    def compute(names: list[str], phase: str, li: int, layer: Layer, flops: float, mem: float, fp: float) -> None:
+        block = layer.block or layer.name
+        data = blocks.get(block)
+        if data is None:
+            data = blocks[block] = [f"{rank}/{block}" for rank in ranks]
+        suffix = f"/{'FP' if phase == 'forward' else 'BP'}{li}:{layer.name}"
+        start = li == 0 and phase == "forward"
+        for r, rank in enumerate(ranks):
+            vertex = f"{rank}{suffix}"
+            names.append(vertex)
+            # the keys in the order they always had: the graph's JSON and Chakra files list them so
+            d = {"type": "compute", "flops": flops, "location": rank, "precision": precision, "mem_bytes": mem,
+                 "footprint": fp, "is_start": start, "data": data[r], "rank": r, "layer": li,
+                 "phase": phase}  # fmt: skip
+            nodes.append((vertex, d))
+        checked.append(nodes[-len(ranks)])
 
     for li, layer in enumerate(layers):
         fp = layer.footprint if layer.footprint is not None else layer.fwd_bytes + layer.bwd_bytes
-        for r, rank in enumerate(ranks):
-            vertex = f"{rank}/FP{li}:{layer.name}"
-            data = f"{rank}/{layer.block or layer.name}"
-            compute(vertex, layer.fwd_flops, rank, layer.fwd_bytes, fp, is_start=li == 0, data=data, rank=r, layer=li,
-                    phase="forward")  # fmt: skip
-        checked.append(nodes[-len(ranks)])
-    ars: set[str] = set()
+        forward.append([])
+        compute(forward[li], "forward", li, layer, layer.fwd_flops, layer.fwd_bytes, fp)
+    ars: dict[int, str] = {}  # layer -> its allreduce vertex
     for li in reversed(range(len(layers))):
         layer = layers[li]
-        for r, rank in enumerate(ranks):
-            # footprint 0: the layer's block is counted on its forward vertex
-            vertex = f"{rank}/BP{li}:{layer.name}"
-            data = f"{rank}/{layer.block or layer.name}"
-            compute(vertex, layer.bwd_flops, rank, layer.bwd_bytes, 0.0, is_start=False, data=data, rank=r, layer=li,
-                    phase="backward")  # fmt: skip
-        checked.append(nodes[-len(ranks)])
+        # footprint 0: the layer's block is counted on its forward vertex
+        compute(backward[li], "backward", li, layer, layer.bwd_flops, layer.bwd_bytes, 0.0)
         if len(ranks) > 1 and layer.grad_bytes > 0:
             ar = f"AR{li}:{layer.name}"
             d = {"type": "comm", "bytes": layer.grad_bytes, "kind": "allreduce", "algorithm": algorithm}
@@ -129,32 +137,35 @@ def _data_parallel(
                 d["group"] = group
             nodes.append((ar, d))
             checked.append(nodes[-1])
-            ars.add(ar)
-    seen: set[str] = set()
-    for vertex, _ in nodes:
-        if vertex in seen:
-            raise HcsimError(f"vertex '{vertex}' is a duplicate (vertex names must be unique: is a rank listed twice?)")
-        seen.add(vertex)
+            ars[li] = ar
+    if len({vertex for vertex, _ in nodes}) != len(nodes):  # a duplicate: name the first one
+        seen: set[str] = set()
+        for vertex, _ in nodes:
+            if vertex in seen:
+                raise HcsimError(
+                    f"vertex '{vertex}' is a duplicate (vertex names must be unique: is a rank listed twice?)"
+                )
+            seen.add(vertex)
     for vertex, d in checked:
         Workload._check_vertex(vertex, d)
-    w.add_nodes_from(nodes)
 
+    # per rank: FP_0 -> .. -> FP_L -> BP_L -> .. -> BP_0; per layer BP -> AR -> FP of the next iteration
+    # (BP -> FP directly when the layer has no allreduce)
     edges: list[tuple[str, str, dict]] = []
-    same, skip = {"skip_first_iteration": False}, {"skip_first_iteration": True}
     last = len(layers) - 1
-    for rank in ranks:
-        fwd = [f"{rank}/FP{li}:{layer.name}" for li, layer in enumerate(layers)]
-        bwd = [f"{rank}/BP{li}:{layer.name}" for li, layer in enumerate(layers)]
-        edges += [(fwd[li], fwd[li + 1], dict(same)) for li in range(last)]
-        edges.append((fwd[last], bwd[last], dict(same)))
-        edges += [(bwd[li], bwd[li - 1], dict(same)) for li in range(last, 0, -1)]
-        for li, layer in enumerate(layers):
-            ar = f"AR{li}:{layer.name}"
-            if ar in ars:
-                edges += [(bwd[li], ar, dict(same)), (ar, fwd[li], dict(skip))]
+    for r in range(len(ranks)):
+        fwd = [names[r] for names in forward]
+        bwd = [names[r] for names in backward]
+        edges += [(fwd[li], fwd[li + 1], {"skip_first_iteration": False}) for li in range(last)]
+        edges.append((fwd[last], bwd[last], {"skip_first_iteration": False}))
+        edges += [(bwd[li], bwd[li - 1], {"skip_first_iteration": False}) for li in range(last, 0, -1)]
+        for li in range(len(layers)):
+            ar = ars.get(li)
+            if ar is not None:
+                edges += [(bwd[li], ar, {"skip_first_iteration": False}), (ar, fwd[li], {"skip_first_iteration": True})]
             else:
-                edges.append((bwd[li], fwd[li], dict(skip)))
-    w.add_edges_from(edges)
+                edges.append((bwd[li], fwd[li], {"skip_first_iteration": True}))
+    w._add_built(nodes, edges)
     return w
 
 
