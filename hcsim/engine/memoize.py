@@ -1052,8 +1052,7 @@ class MemoizedRings:
         x = self.execution
         for act, key, src, dst, links, latency, left, moved in frozen:
             rest = left - (whole + part) * moved - latency * moved / d
-            x.driver.cancel(act, now)
-            x.result.activities += 1
+            x.driver.cancel(act, now)  # the same flow goes on: counted once, as a materialized one is
             x.flow(src, dst, max(1, int(round(rest))), key, now, links)
         fp = x.flow_plans[r.v]
         r.steps_done += whole
