@@ -55,6 +55,7 @@ def test_steps_beside_memory_flows_are_skipped_and_agree(compiled, monkeypatch, 
     monkeypatch.setattr(MemoizedRings, "background", False)
     off = simulate(path, w, 1, placement=_remote_if_marked, record_flows=False, memoize=True)
     assert on.activities * 1.5 < off.activities  # steps beside the loads were skipped
+    assert on.activities + on.memoized_flows == off.activities + off.memoized_flows  # every flow counted once
     starts = {row[0]: row[4] for row in on.trace}
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("on", on), ("off", off))}
     assert starts["load17"] < ends["on"]["ring"]  # the third load cut a skip short
