@@ -79,7 +79,9 @@ class Execution:
     when they would end alone on their XPU) instead of keeping them in its
     ``ActivitySet``; a driver that must cancel activities (the cluster's preemption)
     turns it off. ``memoize`` runs ring collectives with
-    :class:`~hcsim.engine.memoize.MemoizedRings` (a fast path: see its contract).
+    :class:`~hcsim.engine.memoize.MemoizedRings` (a fast path: see its contract);
+    ``raw_network`` says the platform runs SimGrid's raw model without cross-traffic
+    (what hcsim's compiler writes), which memoize's twins and background skips rest on.
     ``repeat`` stops launching once an iteration repeats the one before
     (:class:`~hcsim.engine.repeat.IterationRepeat`); the driver's owner must then call
     :meth:`extrapolate` after the run. Only for an execution alone on its driver.
@@ -104,8 +106,10 @@ class Execution:
         timed_execs: bool = True,
         repeat: bool = False,
         tasks: bool | None = None,
+        raw_network: bool = False,
     ) -> None:
         self.sg, self.driver, self.iterations = sg, driver, iterations
+        self.raw_network = raw_network  # SimGrid's raw model without cross-traffic (memoize's twins rest on it)
         self._sendto, self._add_flow = sg.Comm.sendto_async, driver.add_flow
         self.record_flows, self.record_trace, self.on_iteration = record_flows, record_trace, on_iteration
         self.timed_execs = timed_execs
@@ -129,7 +133,9 @@ class Execution:
             from hcsim.engine.memoize import MemoizedRings
             from hcsim.engine.rounds import MemoizedRounds
 
-            strategies[:0] = [MemoizedRings(self, exact), MemoizedRounds(self, exact)]
+            rings, rounds = MemoizedRings(self, exact), MemoizedRounds(self, exact)
+            rounds.rings = rings
+            strategies[:0] = [rings, rounds]
         placed = self._place(all_hosts, placement, coherent)
         self.compute_plan: list[ComputePlan | None] = [None] * len(names)
         self.flow_plans: list[FlowPlan | None] = [None] * len(names)

@@ -126,7 +126,10 @@ less what it would have moved at its measured rate during the latency it pays ag
 That compensation is exact to first order only: against memoize without background
 skips (``MemoizedRings.background = False``) 1.4e-6 on a ring beside three loads at
 the paper's settings, 3.5e-3 at 200 us, where a relaunch's latency is as long as a step;
-+4.4e-6 on LLaMA2-13B at 1024 CXL XPUs (226,500 -> 75,118 SimGrid activities).
++4.4e-6 on LLaMA2-13B at 1024 CXL XPUs (226,500 -> 75,118 activities; a relaunched memory
+flow counts once, as a materialized flow does). Both background skips and twins rest on
+SimGrid's raw model without cross-traffic (a flow's latency phase is its route's latency,
+and it loads its route's links and no others): on any other model they are off.
 
 What it approximates (the contract; numbers in ``docs/fast-paths.md``, held by
 ``tests/test_fast.py`` within 1% at 8..128 XPUs and at the sweeps' extremes): the exact
@@ -305,6 +308,9 @@ class MemoizedRings:
         # last component found (valid while no flow but the ring's own started or ended)
         self.flow_events = 0
         self.memory_flows: dict[Any, tuple] = {}
+        # twins and background skips rest on SimGrid's raw model without cross-traffic (a latency phase of exactly
+        # the route's latency; a flow loads the links of its route and no other): off on any other model
+        self.raw = bool(getattr(execution, "raw_network", False))
         self.frozen_ring: RingRun | None = None
         self._component: tuple[RingRun | None, int, list[Any], float] = (None, -1, [], 0.0)
         execution.driver.observe(self)
@@ -318,6 +324,8 @@ class MemoizedRings:
         return build_plan(d["kind"], d["algorithm"], d["scope"], d["bytes"], view, group=d.get("group"), compact=True)
 
     def launch(self, v: int, k: int, now: float) -> None:
+        if self.frozen_ring is not None:  # thawed before the new ring's flows start, not in the middle of them
+            self._thaw(self.frozen_ring, now)
         x = self.execution
         fp = x.flow_plans[v]
         if fp.steps == 0:
@@ -419,7 +427,7 @@ class MemoizedRings:
         at all if the execution has too many other flows to tell which links they cross.
         """
         rep = list(range(len(routes)))
-        if self._foreign_pairs() is None:
+        if not self.raw or self._foreign_pairs() is None:
             return rep
         first: dict[tuple, int] = {}
         for f, (_, _, signature) in enumerate(routes):
@@ -433,7 +441,7 @@ class MemoizedRings:
         with the group); those that other flows may cross are a second class with the same
         representative (it forms late), or a class of their own if none is uncrossed.
         """
-        if self._foreign_pairs() is None:
+        if not self.raw or self._foreign_pairs() is None:
             return []
         users, layouts = self._link_users()
         members: dict[int, list[int]] = {}
@@ -651,6 +659,9 @@ class MemoizedRings:
     def _finish(self, r: RingRun, now: float) -> None:
         self.rings.remove(r)
         self.fragile.discard(r)
+        r.bg_snap = None
+        if self._component[0] is r:
+            self._component = (None, -1, [], 0.0)
         group = r.group
         if group is None:
             self.loose.remove(r)
@@ -970,6 +981,18 @@ class MemoizedRings:
         self._step(r, now, max(1, int(round(chunk * (1.0 - part)))))
         r.quiet = False  # a partial step measures nothing
 
+    def occupies(self, links: frozenset[str]) -> bool:
+        """Whether a ring in progress crosses one of ``links``: it may have traffic that SimGrid does not see.
+
+        A ring skipping, frozen or holding virtual flows is on its links without a flow in
+        SimGrid; :class:`~hcsim.engine.rounds.MemoizedRounds` asks before it skips a round,
+        so that it launches real flows there instead, which the ring then hears of.
+        """
+        for r in self.rings:
+            if not links.isdisjoint(r.links):
+                return True
+        return False
+
     # ------------------------------------------------------------------ background flows
     def _snapshot(self, r: RingRun, now: float) -> tuple[int, list[tuple[Any, float]]] | None:
         """At a full step's start: the memory flows ``r``'s step can meet, with their bytes left (None: no skip).
@@ -979,7 +1002,7 @@ class MemoizedRings:
         links through shared links, transitively) is past its latency phase: then the
         component's state at the next step's start will be this one, less the bytes moved.
         """
-        if len(self.rings) != 1 or len(self.inflight) != r.real_left + len(self.memory_flows):
+        if not self.raw or len(self.rings) != 1 or len(self.inflight) != r.real_left + len(self.memory_flows):
             return None
         mark = self.flow_events - r.own_all  # other flows' starts and ends so far
         ring, at, component, ready = self._component

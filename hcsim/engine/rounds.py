@@ -213,6 +213,7 @@ class MemoizedRounds:
         self.timelines: dict[Any, tuple[float, list[float], list[float]]] = {}
         self.rounds_of: dict[int, list[tuple[int, ...]]] = {}
         self.observing = False  # observes the driver once it has a vertex to run (runs of rings only pay nothing)
+        self.rings: Any = None  # the execution's MemoizedRings, whose rings may hold links off SimGrid
 
     # ------------------------------------------------------------------ the strategy protocol
     def handles(self, data: dict[str, Any]) -> bool:
@@ -448,12 +449,18 @@ class MemoizedRounds:
                 del claims[link]
 
     def _busy(self, r: RoundRun, links: frozenset[str]) -> bool:
-        """Whether any flow is in flight on ``links``, or another run's round claims one of them."""
+        """Whether any flow is in flight on ``links``, another run's round claims one, or a memoized ring crosses one.
+
+        A memoized ring may be on its links with no flow in SimGrid (skipping, frozen or
+        with virtual flows): a round there is never skipped, and its real flows make the
+        ring bring its own back (:meth:`hcsim.engine.memoize.MemoizedRings.occupies`).
+        """
         load, claims = self.load, self.claims
         for link in links:
             if load.get(link) or claims.get(link):
                 return True
-        return False
+        rings = self.rings
+        return rings is not None and rings.occupies(links)
 
     def _next_round(self, r: RoundRun, now: float) -> None:
         x = self.execution

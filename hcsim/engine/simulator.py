@@ -71,6 +71,9 @@ def _run(
             xpus = set(all_hosts)
     workload.check_placement(xpus, set(all_hosts))  # the rest was validated by simulate() before forking
 
+    from hcsim.platform.foreign import read_declared, runs_raw
+
+    raw_network = runs_raw(read_declared(platform), config)
     driver = Driver(sg)
     bar = progress_bar(iterations, "simulating", "iteration", show=True, leave=False) if progress else None
 
@@ -94,6 +97,7 @@ def _run(
             memoize=memoize,
             repeat=repeat,
             tasks=tasks,
+            raw_network=raw_network,
         )
         # The run's plans (flow plans, compute plans, routes: 100k objects at 1024 XPUs) live as
         # long as the run: the cyclic GC need not rescan them at every full collection of the loop.

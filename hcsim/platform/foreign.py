@@ -44,6 +44,7 @@ __all__ = [
     "choose_xpus",
     "network_config",
     "model_in_force",
+    "runs_raw",
     "count_links",
 ]
 
@@ -150,6 +151,21 @@ def model_in_force(declared: Declared, choice: str) -> str:
     if declared.network_model:
         return f"{declared.network_model} (set by the file)"
     return f"{SIMGRID_DEFAULT_MODEL} (SimGrid's default: the file sets none; --network-model raw for hcsim's)"
+
+
+def runs_raw(declared: Declared, config: tuple[str, ...] = ()) -> bool:
+    """Whether a run uses SimGrid's raw model without cross-traffic (``config``: ``--cfg`` items, which win).
+
+    Under it a lone flow takes its route's latency plus size over bandwidth and loads the
+    links of its route only: what hcsim's compiler writes, and what memoize's symmetry
+    arguments (twins, background skips) assume.
+    """
+    items = dict(declared.config)
+    for item in config:
+        key, _, value = item.partition(":")
+        items[key.strip()] = value.strip()
+    crosstraffic = items.get("network/crosstraffic", "").strip().lower()
+    return items.get("network/model", "").strip() == "raw" and crosstraffic in ("0", "no", "false", "off")
 
 
 def count_links(names: list[str]) -> int:
