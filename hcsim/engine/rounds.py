@@ -26,7 +26,9 @@ the exact engine for every algorithm of the library on the configurations of
 crossed its links (none in flight when it started, none starting or ending meanwhile):
 it was alone, so its duration d depends on its signature only. A later round (of this
 vertex or of any other) with the same signature that starts while nothing is in flight
-on its links, and no other skipped round claims them, is *skipped*: no SimGrid activity,
+on its links, no other skipped round claims them and no memoized ring is in progress on
+them (a ring skipping, frozen or with virtual flows is there with nothing in SimGrid), is
+*skipped*: no SimGrid activity,
 one driver timer at start + d. Leaving it out of SimGrid changes no other flow's rate
 (nothing else is on its links). If a flow starts on its links meanwhile, the skip is
 *interrupted*: each flow of the round is launched in SimGrid with the fraction of its
