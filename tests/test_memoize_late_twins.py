@@ -81,9 +81,8 @@ def _formations(log) -> list[tuple[float | None, list[int]]]:
     return [(None if row[0] == "None" else float(row[0]), [int(f) for f in row[1:]]) for row in rows]
 
 
-def test_twins_form_once_the_copies_on_their_links_are_over(compiled, monkeypatch, tmp_path):
-    """Copies into the first XPU of both servers (mirror images): flows 7 and 15 are twins after them."""
-    topo, w = _two_rings_and_copies([0, 8])
+def _three_runs(compiled, monkeypatch, tmp_path, topo, w):
+    """The exact engine, memoize without late twins, and memoize with them (its formations logged)."""
     path = compiled(topo)
     exact = simulate(path, w, 1, coherent=False, record_flows=False)
     _late_twins(monkeypatch, False)
@@ -92,6 +91,13 @@ def test_twins_form_once_the_copies_on_their_links_are_over(compiled, monkeypatc
     log = tmp_path / "formed.txt"
     _spy_formations(monkeypatch, log)
     late = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
+    return path, exact, before, late, log
+
+
+def test_twins_form_once_the_copies_on_their_links_are_over(compiled, monkeypatch, tmp_path):
+    """Copies into the first XPU of both servers (mirror images): flows 7 and 15 are twins after them."""
+    topo, w = _two_rings_and_copies([0, 8])
+    path, exact, before, late, log = _three_runs(compiled, monkeypatch, tmp_path, topo, w)
     formed = _formations(log)
     # the intra-server class forms with the group (nothing else can cross its links), the server-to-server class later
     assert formed[0] == (None, [0, 7, 15])
@@ -114,14 +120,7 @@ def test_twins_form_once_the_copies_on_their_links_are_over(compiled, monkeypatc
 def test_twins_that_stand_apart_do_not_form(compiled, monkeypatch, tmp_path):
     """One copy only: it slows flow 15 and not flow 7, the rings carry the difference on, the class stays dormant."""
     topo, w = _two_rings_and_copies([0])
-    path = compiled(topo)
-    exact = simulate(path, w, 1, coherent=False, record_flows=False)
-    _late_twins(monkeypatch, False)
-    before = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
-    _late_twins(monkeypatch, True)
-    log = tmp_path / "formed.txt"
-    _spy_formations(monkeypatch, log)
-    late = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
+    path, exact, before, late, log = _three_runs(compiled, monkeypatch, tmp_path, topo, w)
     assert _formations(log) == [(None, [0, 7, 15])]  # 7 and 15 stay flows of their own
     _same_run(late, before)
     assert late.activities == before.activities

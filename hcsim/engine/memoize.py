@@ -168,7 +168,7 @@ class RingRun(VertexRun):
         "virtual_start", "virtual_size", "virtual_end", "step_generation", "disjoint", "flows_on_link", "hits",
         "unmeasured", "slowest_first", "foreign", "busy", "step_id", "vends", "vpos", "vends_step",
         "group", "rep", "reps", "own_inflight", "own_events", "own_events_at", "quiet_mark", "disturb_mark", "acts",
-        "own_all", "bg_snap", "frozen",
+        "bg_snap", "frozen",
     )  # fmt: skip
 
     def __init__(self, v: int, k: int, start: float, steps: int) -> None:
@@ -215,14 +215,13 @@ class RingRun(VertexRun):
         # of the group's counters when its step started (quiet_mark) and each flow was launched (disturb_mark),
         # and each flow's SimGrid activity while in flight
         self.own_inflight: list[int] = []
-        self.own_events, self.own_events_at = 0, []  # all flow starts and ends of the ring; per flow index
+        self.own_events, self.own_events_at = 0, []  # all flow starts and ends of the ring (grouped or not); per index
         self.quiet_mark = 0
         self.disturb_mark: list[int] = []
         self.acts: list[Any] = []
-        # background skipping (see MemoizedRings): the ring's own flow starts and ends; at a step's start, the
-        # mark of the other flows' events and the remaining bytes of the memory flows of its component; while
-        # frozen, (since, step duration, steps skipped, [(flow, key, src, dst, links, latency, bytes left, per step)])
-        self.own_all = 0
+        # background skipping (see MemoizedRings): at a step's start, the mark of the other flows' events and
+        # the remaining bytes of the memory flows of its component; while frozen, (since, step duration, steps
+        # skipped, [(flow, key, src, dst, links, latency, bytes left, per step)])
         self.bg_snap: tuple[int, list[tuple[Any, float]]] | None = None
         self.frozen: tuple[float, float, int, list[tuple]] | None = None
 
@@ -709,7 +708,7 @@ class MemoizedRings:
         self.inflight[act] = (links, group)
         self.flow_events += 1
         if mine:
-            owner.own_all += 1
+            owner.own_events += 1
         elif (key[1] == REMOTE_ACCESS or key[1] == COPY) and key[0] is self.execution:
             if route is None:
                 route = self._route(src, dst)
@@ -721,7 +720,6 @@ class MemoizedRings:
             group.events += 1
             owner.own_inflight[f] += 1
             owner.own_events_at[f] += 1
-            owner.own_events += 1
             owner.acts[f] = act
         if self.rings:
             self._network_changed(owner, group, now, links, 1)
@@ -733,8 +731,8 @@ class MemoizedRings:
         owner = key[2]
         self.flow_events += 1
         if owner.__class__ is RingRun and key[0] is self.execution:
-            owner.own_all += 1
-        else:
+            owner.own_events += 1
+        elif self.memory_flows:
             self.memory_flows.pop(act, None)
         if group is not None:
             f = key[3]
@@ -743,7 +741,6 @@ class MemoizedRings:
             group.events += 1
             owner.own_inflight[f] -= 1
             owner.own_events_at[f] += 1
-            owner.own_events += 1
             owner.acts[f] = None
         if self.rings:
             self._network_changed(owner, group, now, links, -1)
@@ -1004,7 +1001,7 @@ class MemoizedRings:
         """
         if not self.raw or len(self.rings) != 1 or len(self.inflight) != r.real_left + len(self.memory_flows):
             return None
-        mark = self.flow_events - r.own_all  # other flows' starts and ends so far
+        mark = self.flow_events - r.own_events  # other flows' starts and ends so far
         ring, at, component, ready = self._component
         if ring is not r or at != mark:
             links = set(r.links)
@@ -1036,7 +1033,7 @@ class MemoizedRings:
         """
         mark, flows = r.bg_snap  # type: ignore[misc]
         r.bg_snap = None
-        if len(self.rings) != 1 or self.flow_events - r.own_all != mark or d <= 0.0:
+        if len(self.rings) != 1 or self.flow_events - r.own_events != mark or d <= 0.0:
             return False  # another flow started or ended during the step: it does not repeat
         m = r.steps - r.steps_done
         frozen = []
