@@ -4,7 +4,7 @@ A row per algorithm (``hcsim.collectives.names("allreduce")``: new algorithms ge
 row by registering): the exact engine's wall time and SimGrid activities, and the fast
 path's wall time, activities and difference from exact: fold + memoize for the ring
 algorithms (``simulate_system(..., fast=True)``), memoized rounds for every other one
-(``memoize=True``, :mod:`hcsim.engine.rounds`, no fold). The platform is
+(``memoize=True``, :mod:`hcsim.fast.rounds`, no fold). The platform is
 compiled once; each run is its own process, timed around the whole run (fork, load,
 simulate, collect) and SimGrid's loop.
 
@@ -36,9 +36,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from hcsim.collectives import algorithm, names
-    from hcsim.collectives.bench import measure
     from hcsim.errors import HcsimError
     from hcsim.platform import compile_platform, cxl_system
+    from hcsim.sweep.collective_bench import measure
     from hcsim.sweep.experiments import collective
     from hcsim.units import parse_bytes
 
@@ -80,7 +80,7 @@ def main() -> None:
                 try:
                     if alg.ring:
                         f = collective("cxl", n, "allreduce", name, nbytes, fast=True)
-                    else:  # memoized rounds (hcsim/engine/rounds.py): no fold for these
+                    else:  # memoized rounds (hcsim/fast/rounds.py): no fold for these
                         f = _memoized(platforms[n][0], platforms[n][1], name, nbytes)
                 except HcsimError as e:
                     row["fast_note"] = f"failed: {str(e)[:80]}"

@@ -23,7 +23,7 @@ import time
 from hcsim.collectives import plan
 from hcsim.engine import simulate
 from hcsim.platform import compile_platform, cxl_system, ring
-from hcsim.sg import import_simgrid, load_platform, run_isolated
+from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 from hcsim.units import parse_bytes
 from hcsim.workload import allreduce_benchmark
 

@@ -6,7 +6,7 @@ tokens), the same on the non-coherent system (``--system noncoherent``, row
 the 8 experts; one microbatch of 4096 tokens). Each row runs in a fresh process through
 :class:`hcsim.workload.parallel.TrainingWorkload` and
 :func:`hcsim.engine.simulate_system`: ``--mode fast`` folds whole replicas
-(:func:`hcsim.platform.symmetry.fold_units`), memoizes repeated collective steps and
+(:func:`hcsim.fast.symmetry.fold_units`), memoizes repeated collective steps and
 repeats iterations (``fast=True``); ``--mode exact`` simulates every XPU with none of
 that; ``--mode both`` runs both and reports the fast/exact iteration-time ratio.
 
@@ -47,7 +47,7 @@ def one(row: str, dp: int, fast: bool, system: str | None = None) -> dict:
     """In a child process: one iteration of ``row`` with ``dp`` replicas, measured."""
     import resource
 
-    from hcsim.engine import simulate_system
+    from hcsim.fast import simulate_system
     from hcsim.platform import cxl_system, noncoherent_system
     from hcsim.workload.models import load_model
     from hcsim.workload.parallel import Layout
@@ -68,7 +68,9 @@ def one(row: str, dp: int, fast: bool, system: str | None = None) -> dict:
     r = simulate_system(topo, workload, 1, coherent=cfg["system"] == "cxl", fast=fast, record_flows=False)
     wall = time.perf_counter() - t0
     own, child = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    rss = max(own.ru_maxrss, child.ru_maxrss)  # the simulation runs in a forked child (hcsim.sg.run_isolated)
+    rss = max(
+        own.ru_maxrss, child.ru_maxrss
+    )  # the simulation runs in a forked child (hcsim.simgrid_runtime.run_isolated)
     cpu = own.ru_utime + own.ru_stime + child.ru_utime + child.ru_stime
     return {
         "row": row,

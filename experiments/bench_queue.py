@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from hcsim.analysis.queueing import V100_RESNET50, exact_infinite, fit_linear
-from hcsim.frontends.batching import arrival_times, confidence_interval, linear_time, serve
+from hcsim.frontends.serving.batching import arrival_times, confidence_interval, linear_time, serve
 from hcsim.platform import compile_platform, star
 
 

@@ -23,7 +23,7 @@ import time
 
 
 def one(system: str, xpus: int, mode: str, iterations: int, repeat: bool) -> dict:
-    from hcsim.engine import simulate_system
+    from hcsim.fast import simulate_system
     from hcsim.platform import cxl_system, noncoherent_system
     from hcsim.workload.llama2 import llama2_13b
 

@@ -34,7 +34,7 @@ def one(system: str, xpus: int, mix: str, fast: bool) -> dict:
     """Run in a child process: one iteration, measured."""
     import resource
 
-    from hcsim.engine import simulate_system
+    from hcsim.fast import simulate_system
     from hcsim.platform import cxl_system, noncoherent_system
     from hcsim.workload.llama2 import llama2_13b
 

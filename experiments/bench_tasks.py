@@ -38,7 +38,7 @@ from typing import Any
 from hcsim.collectives import plan
 from hcsim.engine import simulate
 from hcsim.platform import compile_platform, cxl_system, ring
-from hcsim.sg import import_simgrid, load_platform, run_isolated
+from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 from hcsim.workload import Workload
 from hcsim.workload.llama2 import llama2_13b
 

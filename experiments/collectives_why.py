@@ -68,7 +68,8 @@ def why(systems: list[str], xpus: int, sizes: list[str]) -> list[dict[str, Any]]
     """Part 1: each algorithm's time against its latency floor and its busiest link's bandwidth floor."""
     from hcsim.collectives import TopologyView, build_plan, names
     from hcsim.collectives import algorithm as lookup
-    from hcsim.engine import is_coherent, simulate
+    from hcsim.engine import simulate
+    from hcsim.fast import is_coherent
     from hcsim.platform import compile_platform
     from hcsim.sweep.experiments import _collective_topology
     from hcsim.units import parse_bytes

@@ -2,9 +2,9 @@
 
 ASTRA-sim's validated HGX-H100 configuration (astra-sim/astra-sim,
 examples/network/analytical/HGX-H100-validated.yml, MIT License) is one Switch of 8 NPUs,
-400 GB/s and 936.25 ns per link. hcsim imports it (:mod:`hcsim.platform.astra_network`),
+400 GB/s and 936.25 ns per link. hcsim imports it (:mod:`hcsim.formats.astra_network`),
 reads ASTRA-sim's own microbenchmark traces (shared/data/astra-sim, Chakra ET) with
-:mod:`hcsim.workload.chakra`, runs them in SimGrid and prints each time beside the ring
+:mod:`hcsim.formats.chakra`, runs them in SimGrid and prints each time beside the ring
 closed form for that network, as ASTRA-sim's analytical model counts it: a transfer over
 the switch costs 2 hops x latency + bytes / bandwidth, with GB = 2^30 bytes.
 
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from hcsim.engine import simulate
 from hcsim.files import atomic_write_text
+from hcsim.formats.astra_network import GB, astra_network_topology
+from hcsim.formats.chakra import chakra_files, read_chakra
 from hcsim.platform import compile_platform
-from hcsim.platform.astra_network import GB, astra_network_topology
-from hcsim.workload.chakra import chakra_files, read_chakra
 
 HGX_H100 = {"topology": ["Switch"], "npus_count": [8], "bandwidth": [400.0], "latency": [936.25]}
 LATENCY = 936.25e-9

@@ -25,7 +25,7 @@ import numpy as np
 
 from hcsim import outputs
 from hcsim.analysis import queueing as q
-from hcsim.frontends.batching import arrival_times, confidence_interval, linear_time, serve
+from hcsim.frontends.serving.batching import arrival_times, confidence_interval, linear_time, serve
 from hcsim.outputs import save_figure
 from hcsim.platform import compile_platform, star
 

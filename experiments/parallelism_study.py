@@ -4,7 +4,7 @@ Each point is one training iteration (:func:`hcsim.sweep.experiments:parallel_tr
 of a model under a ``dp x tp x pp (x ep)`` layout on the paper's CXL or non-coherent
 system, on the fast path by default: the system folded to whole data-parallel replicas
 (EP groups with experts) where colour refinement proves it, ring steps memoized (within
-1% of the exact engine: tests/test_folding_layouts.py, tests/test_sweep_parallel.py);
+1% of the exact engine: tests/fast/test_folding_layouts.py, tests/sweep/test_sweep_parallel.py);
 ``--exact`` simulates every XPU and flow. It reports tokens/s and, read from the trace
 on the first rank of every pipeline stage, where the iteration goes: compute, exposed
 TP / PP / EP / DP communication, idle (the pipeline bubble and waits), plus the

@@ -31,7 +31,7 @@ _LAZY = {
     "ring": "hcsim.platform.builders",
     "star": "hcsim.platform.builders",
     "single_server": "hcsim.platform.builders",
-    "fold_data_parallel": "hcsim.platform.folding",
+    "fold_data_parallel": "hcsim.fast.folding",
     # workload
     "Workload": "hcsim.workload.graph",
     "data_parallel": "hcsim.workload.builders",
@@ -40,7 +40,7 @@ _LAZY = {
     "llama2_13b": "hcsim.workload.llama2",
     # engine
     "simulate": "hcsim.engine.simulator",
-    "simulate_system": "hcsim.engine.fast",
+    "simulate_system": "hcsim.fast.system",
     "RunResult": "hcsim.engine.records",
     "summarize": "hcsim.engine.report",
     # front ends

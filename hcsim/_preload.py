@@ -6,7 +6,7 @@ Never raises: a broken or missing SimGrid must not stop Python itself from start
 try:
     import ctypes as _ctypes
 
-    from hcsim.sg import libsimgrid_path as _path
+    from hcsim.simgrid_runtime import libsimgrid_path as _path
 
     _ctypes.CDLL(_path(), mode=_ctypes.RTLD_GLOBAL)
 except Exception:  # noqa: BLE001, S110 - see docstring

@@ -75,8 +75,11 @@ fi
 # ---- make `import simgrid` find libsimgrid without LD_LIBRARY_PATH ---------------
 site="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 hook="$site/hcsim_simgrid_preload.pth"
-if [ ! -f "$hook" ]; then
-  echo "import hcsim._preload" > "$hook"
+# after the preload, forget the hcsim modules it imported: a later `import hcsim` then follows
+# sys.path (a checkout in the working directory, e.g. a git worktree sharing this venv, runs its own code)
+line='import hcsim._preload, sys; [sys.modules.pop(m) for m in [n for n in sys.modules if n.split(".")[0] == "hcsim"]]'
+if [ ! -f "$hook" ] || [ "$(cat "$hook")" != "$line" ]; then
+  printf '%s\n' "$line" > "$hook"
 fi
 "$py" -c 'import simgrid, hcsim; print("[bootstrap] SimGrid", simgrid.simgrid_version, "and hcsim", hcsim.__version__, "ready")'
 

@@ -18,7 +18,7 @@ one step really run at once and contend with all other traffic on the platform.
 
 A collective may stand for a larger one (``group`` > len(scope)): a folded data-parallel
 run simulates a few representative ranks, but each ring step still moves S/group bytes
-and there are still 2(group-1) steps (see :mod:`hcsim.platform.folding`).
+and there are still 2(group-1) steps (see :mod:`hcsim.fast.folding`).
 
 Chunk sizes are rounded to whole bytes (SimGrid transfers integers). SimGrid 4.1 never
 completes a zero-byte communication (its deadlock detector fires), so a flow that would

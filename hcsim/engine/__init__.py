@@ -1,7 +1,6 @@
 """Execution layer: runs workload graphs on compiled platforms with SimGrid (paper Fig. 5)."""
 
-from hcsim.engine.fast import is_coherent, simulate_system
 from hcsim.engine.memory import XpuInfo, all_local, fill_local_first
 from hcsim.engine.simulator import RunResult, simulate
 
-__all__ = ["RunResult", "XpuInfo", "all_local", "fill_local_first", "is_coherent", "simulate", "simulate_system"]
+__all__ = ["RunResult", "XpuInfo", "all_local", "fill_local_first", "simulate"]

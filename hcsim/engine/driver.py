@@ -19,7 +19,7 @@ the next one to complete or for the next date it set itself, and reacts. A
   if ``test()`` says it is done (or nothing remains of it), and is waited for otherwise;
 * *observers* of flows: whoever registers one is told of every flow started through
   :meth:`Driver.add_flow` and of its end (or cancellation), before the owner is. The
-  memoized fast path (:mod:`hcsim.engine.memoize`) relies on seeing every flow of the
+  memoized fast path (:mod:`hcsim.fast.memoize`) relies on seeing every flow of the
   simulation: it observes the driver instead of trusting its callers to tell it.
 
 The loop (:meth:`Driver.run`) sleeps until the earliest due date when nothing is in
@@ -32,7 +32,7 @@ date (:meth:`Driver.drain` takes them all at once where a controller needs that)
 Example: a timer and an exec::
 
     >>> from hcsim.engine.driver import Driver
-    >>> from hcsim.sg import import_simgrid, new_engine, run_isolated
+    >>> from hcsim.simgrid_runtime import import_simgrid, new_engine, run_isolated
     >>> def demo():
     ...     sg = import_simgrid()
     ...     engine = new_engine()

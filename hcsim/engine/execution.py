@@ -79,11 +79,11 @@ class Execution:
     when they would end alone on their XPU) instead of keeping them in its
     ``ActivitySet``; a driver that must cancel activities (the cluster's preemption)
     turns it off. ``memoize`` runs ring collectives with
-    :class:`~hcsim.engine.memoize.MemoizedRings` (a fast path: see its contract);
+    :class:`~hcsim.fast.memoize.MemoizedRings` (a fast path: see its contract);
     ``raw_network`` says the platform runs SimGrid's raw model without cross-traffic
     (what hcsim's compiler writes), which memoize's twins and background skips rest on.
     ``repeat`` stops launching once an iteration repeats the one before
-    (:class:`~hcsim.engine.repeat.IterationRepeat`); the driver's owner must then call
+    (:class:`~hcsim.fast.repeat.IterationRepeat`); the driver's owner must then call
     :meth:`extrapolate` after the run. Only for an execution alone on its driver.
     ``tasks`` runs communication vertices that start many flows at once on SimGrid's
     Task plugin (:class:`~hcsim.engine.tasks.TaskFlows`; bit-identical, faster for them).
@@ -130,8 +130,8 @@ class Execution:
         if tasks is not False:  # None (default): wide vertices on tasks, within the flows-at-once limit
             strategies = [TaskFlows(self, exact, limited=tasks is None)]
         if memoize:
-            from hcsim.engine.memoize import MemoizedRings
-            from hcsim.engine.rounds import MemoizedRounds
+            from hcsim.fast.memoize import MemoizedRings
+            from hcsim.fast.rounds import MemoizedRounds
 
             rings, rounds = MemoizedRings(self, exact), MemoizedRounds(self, exact)
             rounds.rings = rings
@@ -176,7 +176,7 @@ class Execution:
         self.limit = iterations  # no execution k >= limit starts (lowered once iterations repeat)
         self.repeat = None
         if repeat:
-            from hcsim.engine.repeat import IterationRepeat
+            from hcsim.fast.repeat import IterationRepeat
 
             self.repeat = IterationRepeat(self)
 

@@ -105,13 +105,13 @@ class RunResult:
     link_bandwidth: dict[str, float] = field(default_factory=dict)
     activities: int = 0  # SimGrid activities started
     memoized_flows: int = 0  # flows of memoized ring steps: accounted for, not simulated one by one
-    memoized_iterations: int = 0  # iterations extrapolated by hcsim.engine.repeat, not simulated
+    memoized_iterations: int = 0  # iterations extrapolated by hcsim.fast.repeat, not simulated
     memoized_activities: int = 0  # the activities those iterations would have started in SimGrid
     repeat: str = ""  # with repeat=True: what iteration memoization did (or why it did not)
     wall_seconds: float = 0.0  # host time spent in SimGrid's run loop (excludes loading the platform)
     graph: dict[str, Any] = field(default_factory=dict)
     placement: dict[str, str | None] = field(default_factory=dict)
-    fold: Any = None  # the hcsim.platform.folding.Fold the run was simulated on (simulate_system), or None
+    fold: Any = None  # the hcsim.fast.folding.Fold the run was simulated on (simulate_system), or None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled with the trace by columns: a run comes back from its SimGrid process that way.

@@ -1,7 +1,7 @@
 """The workload execution engine (paper Fig. 5) on SimGrid S4U.
 
 One controller actor drives the whole run (on SimGrid's raw contexts: see
-:mod:`hcsim.sg`), so there is at most one wake-up per completed SimGrid activity and
+:mod:`hcsim.simgrid_runtime`), so there is at most one wake-up per completed SimGrid activity and
 nothing else. Its loop is a :class:`~hcsim.engine.driver.Driver` (flows in an
 ``ActivitySet``; execs looked at when they would end alone on their XPU, so execs ending
 together cost one wake-up). The run's state and rules live in
@@ -40,7 +40,7 @@ from hcsim.engine.execution import Execution, RunResult
 from hcsim.engine.memory import Placement, fill_local_first
 from hcsim.errors import HcsimError
 from hcsim.progress import progress_bar
-from hcsim.sg import import_simgrid, load_platform, run_isolated
+from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 from hcsim.workload.graph import Workload
 
 __all__ = ["RunResult", "simulate"]
@@ -63,7 +63,7 @@ def _run(
     sg = import_simgrid()
     engine = load_platform(platform, one_actor=True, config=config)
     all_hosts = {h.name: h for h in engine.all_hosts}
-    if xpus is not None:  # chosen by the caller (hcsim.platform.foreign.choose_xpus)
+    if xpus is not None:  # chosen by the caller (hcsim.platform.simgrid_files.choose_xpus)
         xpus = set(xpus)
     else:
         xpus = {n for n, h in all_hosts.items() if h.get_property("kind") == "xpu"}
@@ -71,7 +71,7 @@ def _run(
             xpus = set(all_hosts)
     workload.check_placement(xpus, set(all_hosts))  # the rest was validated by simulate() before forking
 
-    from hcsim.platform.foreign import read_declared, runs_raw
+    from hcsim.platform.simgrid_files import read_declared, runs_raw
 
     raw_network = runs_raw(read_declared(platform), config)
     driver = Driver(sg)
@@ -199,12 +199,12 @@ def simulate(
     ``record_flows`` keeps every flow for link statistics (off for the fastest runs);
     ``progress`` shows a bar of iterations done (default: when stderr is a terminal);
     ``memoize`` runs ring collectives step by step and skips the steps that repeat on an
-    unchanged network (see :mod:`hcsim.engine.memoize`; flows of skipped steps are
+    unchanged network (see :mod:`hcsim.fast.memoize`; flows of skipped steps are
     counted in ``memoized_flows``, not recorded one by one); ``xpus`` names the hosts
     that may compute (default: those with ``kind=xpu``, or every host if none has it);
     ``config`` adds SimGrid ``--cfg`` items such as ``"network/model:raw"`` (see
-    :mod:`hcsim.platform.foreign`); ``repeat`` extrapolates the iterations after one that
-    repeats the one before (see :mod:`hcsim.engine.repeat`; they are counted in
+    :mod:`hcsim.platform.simgrid_files`); ``repeat`` extrapolates the iterations after one that
+    repeats the one before (see :mod:`hcsim.fast.repeat`; they are counted in
     ``memoized_iterations`` and ``memoized_activities``, and ``result.repeat`` says what
     was done or why not). To start from a topology (and fold it), use
     :func:`hcsim.engine.simulate_system`. ``tasks`` runs communication vertices that
@@ -234,7 +234,7 @@ def simulate(
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
     if repeat:
-        from hcsim.engine.repeat import platform_is_stationary
+        from hcsim.fast.repeat import platform_is_stationary
 
         with open(path, encoding="utf-8", errors="replace") as f:
             if not platform_is_stationary(f.read()):

@@ -7,10 +7,10 @@ communication vertex execution becomes SimGrid activities. Three strategies exis
 * :class:`hcsim.engine.exact.ExactFlows` (the exact path): every flow of the
   vertex's :class:`~hcsim.collectives.plans.FlowPlan` is a SimGrid flow, started
   when the flows it waits for have completed;
-* :class:`hcsim.engine.memoize.MemoizedRings` (a fast path, ``memoize=True``): a ring
+* :class:`hcsim.fast.memoize.MemoizedRings` (a fast path, ``memoize=True``): a ring
   collective runs step by step, and steps that would repeat on an unchanged network are
   skipped or kept out of SimGrid;
-* :class:`hcsim.engine.rounds.MemoizedRounds` (the same switch): every other
+* :class:`hcsim.fast.rounds.MemoizedRounds` (the same switch): every other
   collective runs round by round (its plan's dependency levels), and a round measured
   alone on its links is skipped when it repeats on quiet links; plans where round
   barriers could hold a rank back are handed to the exact strategy.

@@ -15,7 +15,7 @@ completion callback of the vertex's last flow, so the controller wakes at that v
 
 Results are bit-identical to the exact strategy (the same flows start at the same
 dates; the plugin adds two 0-flop execs per flow, which take no time): checked by
-``tests/test_tasks.py`` (makespan, trace and every flow's dates), measured by
+``tests/engine/test_tasks.py`` (makespan, trace and every flow's dates), measured by
 ``experiments/bench_tasks.py`` (numbers in ``docs/benchmarks.md``). One caveat: when
 two vertices start at the same date, SimGrid's per-flow results depend on which one's
 flows enter first (on the exact path too: reordering the graph's edges moves flows by

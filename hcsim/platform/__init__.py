@@ -13,7 +13,6 @@ from hcsim.platform.builders import (
 )
 from hcsim.platform.compiler import CompileStats, compile_platform
 from hcsim.platform.devices import PRESETS, Device, device
-from hcsim.platform.folding import Fold, fold_data_parallel
 from hcsim.platform.routing import Router, path_bandwidth, path_latency
 from hcsim.platform.topology import Topology
 
@@ -22,14 +21,12 @@ __all__ = [
     "PRESETS",
     "CompileStats",
     "Device",
-    "Fold",
     "LinkSpec",
     "Router",
     "Topology",
     "compile_platform",
     "cxl_system",
     "device",
-    "fold_data_parallel",
     "leaf_spine",
     "noncoherent_system",
     "paper_system",

@@ -158,7 +158,7 @@ def _check_simulable(topology: Topology) -> None:
 
 
 def _solver_for(topology: Topology) -> dict[str, str]:
-    """SimGrid settings some topologies need for exact times; both were found by fuzzing (tests/test_fuzz.py).
+    """SimGrid settings some topologies need for exact times; both were found by fuzzing (tests/platform/test_fuzz.py).
 
     * ``network/optim: Full`` when a link has zero latency. With SimGrid 4.1's default
       Lazy updates a flow whose route has zero total latency completes at the date of any

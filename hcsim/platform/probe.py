@@ -2,7 +2,7 @@
 
 These are the platform layer's own checks (``hcsim platform check``, the exactness
 tests, the demo); the workload engine builds on the same loading path. Each public
-function runs SimGrid in a child process (:func:`hcsim.sg.run_isolated`), so it can be
+function runs SimGrid in a child process (:func:`hcsim.simgrid_runtime.run_isolated`), so it can be
 called any number of times from one Python session.
 """
 
@@ -19,9 +19,9 @@ from lxml import etree
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_input_file
-from hcsim.platform.foreign import HostFacts, choose_xpus, count_links, model_in_force, read_declared
+from hcsim.platform.simgrid_files import HostFacts, choose_xpus, count_links, model_in_force, read_declared
 from hcsim.platform.topology import MAX_LATENCY, MIN_BANDWIDTH
-from hcsim.sg import import_simgrid, load_platform, run_isolated
+from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 from hcsim.units import parse_bandwidth, parse_flops, parse_time
 
 __all__ = [
@@ -49,7 +49,7 @@ class PlatformSummary:
     network_model: str = ""  # which model SimGrid runs the file with, and why
     coherent: bool | None = None  # the file's root-zone 'coherent' property, if any
     xpus_without_memory: int = 0  # XPUs (as run would pick them) without a 'memory' property
-    xpus_how: str = ""  # how the XPUs were picked (see hcsim.platform.foreign.choose_xpus)
+    xpus_how: str = ""  # how the XPUs were picked (see hcsim.platform.simgrid_files.choose_xpus)
 
 
 VERSIONS = ("4", "4.0", "4.1")

@@ -50,7 +50,7 @@ _MAX_PICOSECONDS = 1e300  # latencies beyond 1e288 s compare equal; routes stay 
 
 def _weight(latency: float, bandwidth: float) -> int:
     # min() before round(): a bandwidth near 1e-300 B/s or a latency near 1e297 s (valid, if absurd)
-    # would overflow to inf, which round() cannot take (found by fuzzing, tests/test_fuzz.py)
+    # would overflow to inf, which round() cannot take (found by fuzzing, tests/platform/test_fuzz.py)
     per_byte = min((1 << 20) * _PER_BYTE_UNIT / bandwidth, _HOP // 4096)
     return round(min(latency * 1e12, _MAX_PICOSECONDS)) * _LATENCY + _HOP + round(per_byte)
 

@@ -396,7 +396,7 @@ class Topology(nx.Graph):
             g = nx.read_graphml(path)
         except Exception as exc:  # noqa: BLE001 - any parse failure is bad input
             raise HcsimError(f"GraphML file '{path}' cannot be read: {str(exc).splitlines()[0]}") from None
-        from hcsim.platform.renamed import check_gateways_named, restore_names
+        from hcsim.formats.graphml_names import check_gateways_named, restore_names
 
         g = restore_names(g, path)  # nodes renamed n0, n1, ... by igraph, names kept in an attribute
         topo = cls()

@@ -110,7 +110,7 @@ def collective(
     cxl_latency: str = "200ns",
     fast: bool = False,
 ) -> dict[str, Any]:
-    """One collective over ``xpus`` ranks (nccl-tests' time, algbw, busbw; see :mod:`hcsim.collectives.bench`).
+    """One collective over ``xpus`` ranks (nccl-tests' time, algbw, busbw; see :mod:`hcsim.sweep.collective_bench`).
 
     ``system``: cxl, noncoherent, ring, star, or fattree (the smallest k-ary fat tree
     with at least ``xpus`` XPUs; the collective runs over its first ``xpus``). Exact by
@@ -118,8 +118,8 @@ def collective(
     ring algorithms on the paper systems (:func:`hcsim.engine.simulate_system`, within 1%
     of exact; the fold needs their server zones), and is ignored elsewhere (exact).
     """
-    from hcsim.collectives.bench import has_fast_path, measure, measure_fast
-    from hcsim.engine import is_coherent
+    from hcsim.fast import is_coherent
+    from hcsim.sweep.collective_bench import has_fast_path, measure, measure_fast
 
     size = int(parse_bytes(nbytes))
     topo = _collective_topology(system, xpus, mix, cxl_bandwidth, cxl_latency)
@@ -153,10 +153,10 @@ def llama2_13b(
     """LLaMA2-13B data-parallel training on a paper system: batch/s and where the time goes.
 
     ``fast`` folds the system to its representative servers and memoizes repeated ring
-    steps (both checked against the exact engine within 1%, tests/test_fast.py).
+    steps (both checked against the exact engine within 1%, tests/fast/test_fast.py).
     """
-    from hcsim.engine import simulate_system
     from hcsim.engine.report import summarize
+    from hcsim.fast import simulate_system
     from hcsim.workload.llama2 import llama2_13b as build
 
     topo = _system(system, xpus, mix, cxl_bandwidth, cxl_latency)
@@ -293,23 +293,23 @@ def parallel_training(
     data-parallel replicas (EP groups with experts) where colour refinement proves it,
     memoizes ring steps and repeated iterations
     (:class:`~hcsim.workload.parallel.factory.TrainingWorkload`, within 1% of exact:
-    tests/test_folding_layouts.py); a fold that cannot be proven runs every XPU and
+    tests/fast/test_folding_layouts.py); a fold that cannot be proven runs every XPU and
     ``fold_refused`` says why. ``simulated_xpus`` is how many XPUs the run simulated.
 
     Returns throughput, where the time goes on the first rank of every pipeline stage of
     the first (kept) replica (compute, exposed TP/PP/EP/DP communication, idle: see
-    :mod:`hcsim.workload.parallel.breakdown`), the operators placed on remote memory
+    :mod:`hcsim.analysis.breakdown`), the operators placed on remote memory
     (all XPUs', a folded run's weighted by the replicas each kept one stands for), the
     mean memory stall per XPU, and the cost of the run.
     """
     import warnings
 
-    from hcsim.engine import simulate_system
-    from hcsim.engine.fast import FoldRefused
+    from hcsim.analysis.breakdown import breakdown
     from hcsim.engine.report import summarize
+    from hcsim.fast import simulate_system
+    from hcsim.fast.system import FoldRefused
     from hcsim.workload.models import load_model
     from hcsim.workload.parallel import Layout, RankGrid
-    from hcsim.workload.parallel.breakdown import breakdown
     from hcsim.workload.parallel.factory import TrainingWorkload
 
     t0 = time.perf_counter()

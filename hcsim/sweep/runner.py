@@ -39,7 +39,7 @@ from hcsim.files import check_output_path
 from hcsim.flags import DeprecatedAlias
 from hcsim.outputs import json_line
 from hcsim.progress import progress_bar
-from hcsim.sg import die_with_parent
+from hcsim.simgrid_runtime import die_with_parent
 from hcsim.sweep.point import MARKER
 from hcsim.sweep.spec import Point, SweepSpec
 

@@ -1,8 +1,8 @@
 """Workload layer: AI tasks as cyclic graphs of compute and communication vertices."""
 
 from hcsim.workload.builders import Layer, allreduce_benchmark, data_parallel, fig3_example
+from hcsim.workload.catalog import WORKLOADS, workload_by_name
 from hcsim.workload.graph import ALGORITHMS, COMM_KINDS, Workload
-from hcsim.workload.named import WORKLOADS, workload_by_name
 
 __all__ = [
     "ALGORITHMS",

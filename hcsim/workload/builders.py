@@ -66,7 +66,7 @@ def data_parallel(
 ) -> Workload:
     """The training graph of ``layers`` replicated on ``ranks`` with per-layer gradient allreduce.
 
-    ``group``: in a folded run (:mod:`hcsim.platform.folding`) ``ranks`` are representatives
+    ``group``: in a folded run (:mod:`hcsim.fast.folding`) ``ranks`` are representatives
     of ``group`` data-parallel ranks: collectives keep the full group's chunk size and
     step count, and throughput counts the full group's batches.
     """

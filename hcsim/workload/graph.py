@@ -17,7 +17,7 @@ and the first execution ignores it (the backward pass of step k feeds the forwar
 pass of step k+1). Start vertices enter the execution container at time 0.
 
 Graphs save to and load from JSON (NetworkX node-link format), and to and from Chakra
-execution traces (:meth:`Workload.to_chakra`, :mod:`hcsim.workload.chakra`).
+execution traces (:meth:`Workload.to_chakra`, :mod:`hcsim.formats.chakra`).
 """
 
 from __future__ import annotations
@@ -295,8 +295,8 @@ class Workload(nx.DiGraph):
         write_json(path, nx.node_link_data(self, edges="edges"))
 
     def to_chakra(self, directory: str | os.PathLike[str], name: str | None = None) -> list[str]:
-        """Write per-rank Chakra ET files ``DIRECTORY/NAME.RANK.et``; see :func:`hcsim.workload.chakra.write_chakra`."""
-        from hcsim.workload.chakra import write_chakra
+        """Write per-rank Chakra ET files ``DIRECTORY/NAME.RANK.et``; see :func:`hcsim.formats.chakra.write_chakra`."""
+        from hcsim.formats.chakra import write_chakra
 
         return write_chakra(self, directory, name)
 

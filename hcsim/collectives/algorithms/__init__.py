@@ -2,7 +2,7 @@
 
 The first algorithm registered for a kind is its default (the paper's: ``ring``).
 Each module's docstring gives the algorithm's alpha-beta closed form, which
-``tests/test_collectives.py`` and ``tests/test_collective_algorithms.py`` check
+``tests/collectives/test_collectives.py`` and ``tests/collectives/test_collective_algorithms.py`` check
 against SimGrid.
 """
 

@@ -39,7 +39,7 @@ from hcsim.frontends.cluster.jobs import Job, Trace
 from hcsim.frontends.cluster.placement import Placement, free_gpu, placement, shape_of
 from hcsim.frontends.cluster.policies import Policy, policy
 from hcsim.progress import progress_bar
-from hcsim.sg import import_simgrid, load_platform, run_isolated
+from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 
 __all__ = ["ClusterResult", "JobRecord", "simulate_cluster"]
 

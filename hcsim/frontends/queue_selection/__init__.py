@@ -46,7 +46,7 @@ arrivals. The controller (a :class:`~hcsim.engine.driver.Driver`) waits for ever
 execution and a timer execution that ends at the next arrival instant: it wakes once per completion and
 once per arrival, and reads the queue lengths, the area under them and the completion
 times from what SimGrid reported. Replications run in blocks of :data:`BLOCK` per SimGrid
-process (:func:`hcsim.sg.run_isolated`), blocks in parallel with ``workers`` > 1; the block
+process (:func:`hcsim.simgrid_runtime.run_isolated`), blocks in parallel with ``workers`` > 1; the block
 layout does not depend on ``workers``, so neither do the results.
 
 Choices made here where the paper is silent (they are this implementation's choices):
@@ -81,8 +81,7 @@ from __future__ import annotations
 
 from hcsim.analysis.statistics import erlang_c_response, ratio_interval
 from hcsim.analysis.statistics import t975 as _t975  # noqa: F401 - the old private name, used by tests
-from hcsim.frontends.queue_selection.cli import run_from_arguments
-from hcsim.frontends.queue_selection.commands import add_arguments
+from hcsim.cli.queue_selection import add_arguments
 from hcsim.frontends.queue_selection.model import (
     ARRIVALS,
     LOMAX_A,
@@ -113,6 +112,7 @@ from hcsim.frontends.queue_selection.rules import (
     register_rule,
     select_queue,
 )
+from hcsim.frontends.queue_selection.runner import run_from_arguments
 from hcsim.frontends.queue_selection.simulator import BLOCK, run_traces, simulate
 
 __all__ = [

@@ -6,7 +6,7 @@ so it lasts Y minutes. One controller actor per replication drives the systems o
 requested methods side by side on common random numbers; its loop is a
 :class:`~hcsim.engine.driver.Driver` watching every running execution and a timer
 execution ending at the next arrival instant (see the package docstring). Replications run in blocks of
-:data:`BLOCK` per SimGrid process (:func:`hcsim.sg.run_isolated`).
+:data:`BLOCK` per SimGrid process (:func:`hcsim.simgrid_runtime.run_isolated`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from hcsim.frontends.queue_selection.model import (
     service_times,
 )
 from hcsim.frontends.queue_selection.rules import Method, parse_method, select_queue
-from hcsim.sg import import_simgrid, new_engine, run_isolated
+from hcsim.simgrid_runtime import import_simgrid, new_engine, run_isolated
 
 __all__ = ["BLOCK", "run_traces", "simulate"]
 

@@ -7,7 +7,7 @@ XPUs it simulates (``factory(ranks, group=...)``). A :class:`TrainingWorkload` b
 (:mod:`.units`): with ``fast=True`` the engine keeps whole replicas and the gradient
 rings stand for the full data-parallel groups.
 
-    >>> from hcsim.engine import simulate_system
+    >>> from hcsim.fast import simulate_system
     >>> from hcsim.platform import cxl_system
     >>> from hcsim.workload.models import TransformerSpec
     >>> spec = TransformerSpec("tiny", layers=2, hidden=1024, heads=8, kv_heads=8, intermediate=4096,
@@ -52,7 +52,7 @@ class TrainingWorkload:
         return training_graph(self.spec, layout, ranks, group=group, **self.options)
 
     def communication(self, topology: Any) -> Any:
-        """The :class:`~hcsim.platform.symmetry.UnitRing` of this run on ``topology`` (raises a one-line HcsimError)."""
+        """The :class:`~hcsim.fast.symmetry.UnitRing` of this run on ``topology`` (raises a one-line HcsimError)."""
         from hcsim.workload.parallel.units import layout_units
 
         layout = self.full_layout(len(topology.xpus()))

@@ -5,8 +5,8 @@ replica: the replicas differ only in the data they train on, and meet only in th
 gradient collectives, which are rings over the replicas (one per stage and TP slice).
 With expert parallelism the replicas of one EP group also exchange tokens
 (all-to-alls), so the group of ``ep`` replicas is what repeats. :func:`layout_units`
-describes that as a :class:`~hcsim.platform.symmetry.UnitRing` for
-:func:`hcsim.platform.symmetry.fold_units`:
+describes that as a :class:`~hcsim.fast.symmetry.UnitRing` for
+:func:`hcsim.fast.symmetry.fold_units`:
 
 * **units**: the EP groups of replicas (a replica when ``ep = 1``), in replica order,
   each listing its XPUs in rank order (position ``(e*pp + p)*tp + t``: replica ``e`` of
@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hcsim.errors import HcsimError
-from hcsim.platform.symmetry import UnitRing
+from hcsim.fast.symmetry import UnitRing
 from hcsim.workload.parallel.comms import DP_SYNC, TP_PATTERNS
 from hcsim.workload.parallel.layout import Layout, RankGrid
 

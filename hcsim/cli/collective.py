@@ -1,0 +1,249 @@
+"""``hcsim collective``: nccl-tests-style time, algbw and busbw of collective algorithms.
+
+For each size and algorithm it runs one SimGrid simulation on a platform compiled
+once (``--system`` built on the fly, or ``--platform FILE.xml``) and prints a table
+like nccl-tests' (time in us, algbw and busbw in GB/s, the definitions and what the
+size means per kind are in :mod:`hcsim.sweep.collective_bench`), then the best algorithm
+per size. ``--algorithm all`` runs every registered algorithm of the kind (new ones
+appear by registering them), skipping those that need coherent memory on a
+non-coherent system. ``--out DIR`` writes ``collective_<kind>.csv`` and ``.png``
+(busbw vs size, log-log, one line per algorithm). Only the standard library at the
+top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+
+    hcsim collective --system cxl --xpus 16 --kind allreduce --algorithm all --sizes 1KiB:1GiB
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from hcsim.errors import HcsimError
+
+__all__ = ["register"]
+
+_KINDS = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall")  # bench.BENCH_KINDS
+MAX_XPUS = 4096
+"""Most ``--xpus`` of a system built on the fly: the paper's largest system."""
+MAX_SIZE = 2**50
+"""Largest ``--sizes`` entry (1 PiB): with up to 4096 ranks every flow stays below SimGrid's 2**64-byte limit."""
+MAX_ITERATIONS = 10_000
+"""Most ``--iterations`` per point: every collective of every iteration is simulated."""
+_COLUMNS = (
+    "kind",
+    "algorithm",
+    "ranks",
+    "size_bytes",
+    "time_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "best",
+    "exact",
+    "activities",
+)
+
+
+def _check_out_dir(out: str) -> None:
+    out = os.path.abspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise HcsimError(f"--out '{out}' is not a directory (valid: a directory, created if missing)")
+    parent = out if os.path.isdir(out) else os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise HcsimError(f"--out '{out}': directory '{parent}' does not exist (valid: a path in an existing directory)")
+    if not os.access(parent, os.W_OK):
+        raise HcsimError(f"--out '{out}': directory '{parent}' is not writable")
+
+
+def format_table(rows: list[dict], notes: list[str], header: str) -> str:
+    """The nccl-tests-like table of ``rows`` (sorted by size, then as run) with the best algorithm per size."""
+    width = max([len("algorithm"), *(len(r["algorithm"]) for r in rows)])
+    lines = [f"# {header}", *(f"# note: {n}" for n in notes)]
+    lines.append(
+        f"#{'size(B)':>13}  {'algorithm':<{width}}  {'time(us)':>12}  {'algbw(GB/s)':>11}  {'busbw(GB/s)':>11}"
+    )
+    for size in sorted({r["size_bytes"] for r in rows}):
+        at = [r for r in rows if r["size_bytes"] == size]
+        for r in at:
+            lines.append(
+                f"{size:>14}  {r['algorithm']:<{width}}  {r['time_us']:>12.3f}  "
+                f"{r['algbw_gbps']:>11.3f}  {r['busbw_gbps']:>11.3f}{'  *' if r['best'] else ''}"
+            )
+        best = next(r for r in at if r["best"])
+        if len(at) > 1:
+            lines.append(f"{'':>14}  best: {best['algorithm']}")
+    avg = {}
+    for r in rows:
+        avg.setdefault(r["algorithm"], []).append(r["busbw_gbps"])
+    for name, values in avg.items():
+        lines.append(f"# Avg bus bandwidth {name}: {sum(values) / len(values):.3f} GB/s")
+    return "\n".join(lines)
+
+
+def _plot(rows: list[dict], kind: str, title: str, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hcsim.outputs import save_figure
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for name in dict.fromkeys(r["algorithm"] for r in rows):
+        pts = sorted((r["size_bytes"], r["busbw_gbps"]) for r in rows if r["algorithm"] == name)
+        ax.plot(*zip(*pts, strict=True), marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set(xlabel="size S (bytes)", ylabel="busbw (GB/s)", title=title)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def _cmd_collective(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from hcsim.sweep.collective_bench import has_fast_path, measure, measure_fast, parse_sizes, select_algorithms
+
+    if isinstance(args.iterations, int) and not 1 <= args.iterations <= MAX_ITERATIONS:
+        raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer from 1 to {MAX_ITERATIONS:,})")
+    if args.kind not in _KINDS:
+        raise HcsimError(f"--kind {args.kind!r} is unknown (valid: {', '.join(_KINDS)})")
+    if args.xpus is not None and args.xpus > MAX_XPUS:
+        raise HcsimError(f"--xpus {args.xpus} is invalid (valid: at most {MAX_XPUS}, the largest system built here)")
+    sizes = parse_sizes(args.sizes)
+    if sizes[-1] > MAX_SIZE:
+        raise HcsimError(
+            f"--sizes {args.sizes!r} reaches {float(sizes[-1]):.4g} bytes "
+            f"(valid: sizes up to 1PiB = {MAX_SIZE:,} bytes)"
+        )
+    if args.out:
+        _check_out_dir(args.out)
+
+    with tempfile.TemporaryDirectory(prefix="hcsim-collective-") as tmp:
+        if args.platform:
+            if args.system:
+                raise HcsimError("give either --platform FILE.xml or --system, not both")
+            from hcsim.engine.simulator import platform_xpus
+
+            xpus = platform_xpus(args.platform)
+            topo = None
+            path = args.platform
+            coherent = bool(args.coherent)
+            where = os.path.basename(args.platform)
+        else:
+            if not args.system:
+                raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent|...)")
+            from hcsim.cli.platform import build_topology
+            from hcsim.fast.system import is_coherent
+
+            topo = build_topology(args)
+            xpus = topo.xpus()
+            coherent = is_coherent(topo) if args.coherent is None else args.coherent
+            where = f"{args.system}, {len(xpus)} XPUs"
+            path = None
+        n = len(xpus) if args.ranks is None else args.ranks
+        if isinstance(n, int) and (n < 2 or n > len(xpus)):
+            raise HcsimError(f"--ranks {n} is invalid (valid: 2 to {len(xpus)}, the platform's XPUs)")
+        chosen, notes = select_algorithms(args.kind, args.algorithm, coherent)
+        if path is None:
+            from hcsim.platform.compiler import compile_platform
+
+            path = os.path.join(tmp, "platform.xml")
+            compile_platform(topo, path)
+        ranks = xpus[:n]
+        fast = {name for name in chosen if args.fast and topo is not None and has_fast_path(topo, args.kind, name, n)}
+        if args.fast:
+            slow = [name for name in chosen if name not in fast]
+            if slow:
+                notes.append(
+                    f"--fast: exact for {', '.join(slow)} (the fast paths need --system and every XPU: "
+                    "--ranks below the XPU count, or --platform, runs exact)"
+                )
+        rows = []
+        for name in list(chosen):
+            for size in sizes:
+                try:
+                    if name in fast:
+                        row = measure_fast(topo, args.kind, name, size, iterations=args.iterations, coherent=coherent)
+                    else:
+                        row = measure(path, ranks, args.kind, name, size, iterations=args.iterations, coherent=coherent)
+                except HcsimError as exc:
+                    if args.algorithm != "all":
+                        raise
+                    notes.append(f"not run: {name}: {exc}")  # with 'all', one algorithm the engine refuses is a note
+                    break
+                row["exact"] = name not in fast
+                rows.append(row)
+        if not rows:
+            raise HcsimError(f"no algorithm could run: {'; '.join(notes)}")
+    for size in sizes:
+        at = [r for r in rows if r["size_bytes"] == size]
+        best = min(at, key=lambda r: r["time_us"])
+        for r in at:
+            r["best"] = r is best
+    header = (
+        f"{args.kind} over {n} ranks ({where}, {'coherent' if coherent else 'non-coherent'}), "
+        f"{args.iterations} iteration(s) per point; busbw factor: nccl-tests'"
+    )
+    if args.out:
+        from hcsim.outputs import write_csv
+
+        os.makedirs(args.out, exist_ok=True)
+        base = os.path.join(args.out, f"collective_{args.kind}")
+        # not wall_s: host time would make reruns differ (the --json output still has it)
+        write_csv(base + ".csv", [{k: r[k] for k in _COLUMNS} for r in rows], _COLUMNS)
+        _plot(rows, args.kind, f"{args.kind}, {n} ranks ({where})", base + ".png")
+    if args.json:
+        from hcsim.outputs import json_text
+
+        best = {str(r["size_bytes"]): r["algorithm"] for r in rows if r["best"]}
+        doc = {"kind": args.kind, "ranks": n, "coherent": coherent, "notes": notes, "rows": rows, "best": best}
+        print(json_text(doc), end="")
+    else:
+        print(format_table(rows, notes, header))
+        if args.out:
+            print(f"wrote {base}.csv and .png")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``hcsim collective``."""
+    from hcsim.cli.platform import SYSTEMS
+
+    c = sub.add_parser(
+        "collective",
+        help="nccl-tests-style time, algbw and busbw of collective algorithms",
+        description="Run collectives per size and algorithm on a platform; print time, algbw, busbw (nccl-tests).",
+    )
+    c.add_argument("--platform", help="platform XML (from 'hcsim platform build')")
+    c.add_argument("--system", choices=SYSTEMS, help="or build this system on the fly")
+    c.add_argument("--xpus", type=int, help="with --system: number of XPUs")
+    c.add_argument("--mix", help="with --system: XPU type(s), e.g. H100+A100")
+    c.add_argument("--cxl-bandwidth", help="with --system cxl: CXL link bandwidth (default 128GBps)")
+    c.add_argument("--cxl-latency", help="with --system cxl: CXL link latency (default 200ns)")
+    c.add_argument("--link-bandwidth", help="with ring/star/leafspine: link bandwidth, e.g. 128GBps")
+    c.add_argument("--link-latency", help="with ring/star/leafspine: link latency, e.g. 1us")
+    c.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
+    c.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
+    c.add_argument("--kind", default="allreduce", help=f"collective: {', '.join(_KINDS)} (default allreduce)")
+    c.add_argument(
+        "--algorithm",
+        default="all",
+        help="'all' (every registered algorithm of the kind) or a comma list: names, module:function, MSCCL-IR .xml",
+    )
+    c.add_argument("--sizes", default="1KiB:1GiB", help="LO:HI (doubling) or a comma list, e.g. 1KiB:4GiB")
+    c.add_argument("--ranks", type=int, help="ranks taking part: the first N XPUs (default all)")
+    c.add_argument("--iterations", type=int, default=1, help="collectives per point, back to back (default 1)")
+    coh = c.add_mutually_exclusive_group()
+    coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")
+    coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
+    c.add_argument("--out", help="directory for collective_<kind>.csv and .png (busbw vs size)")
+    c.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    c.add_argument(
+        "--fast",
+        action="store_true",
+        help="with --system and every XPU: fold and memoize rings, memoize other algorithms by rounds (within 1%% of "
+        "exact)",
+    )
+    c.set_defaults(func=_cmd_collective)

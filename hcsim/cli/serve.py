@@ -1,0 +1,219 @@
+"""``hcsim serve`` (alias ``queue``): dynamic-batching inference serving (:mod:`hcsim.frontends.serving.batching`).
+
+Simulates Poisson arrivals served in batches on V100 servers behind a dispatcher and
+prints the latency beside the exact one of the truncated Markov chain
+(:func:`hcsim.analysis.queueing.exact_finite`). Durations take units (``--alpha 2ms``,
+``--max-delay 5ms``) and rates too (``--rate 6000/s``, ``360000/min``); a bare number
+is in seconds, or per second. ``--requests`` counts the requests simulated (``--jobs``
+is its deprecated spelling). A progress bar shows on stderr when it is a terminal, or
+with ``--progress``. Only the standard library at the top: the ``hcsim`` command loads
+this module for ``--help`` (see :mod:`hcsim.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+from hcsim.errors import HcsimError
+from hcsim.flags import DeprecatedAlias, rate_type
+from hcsim.units import parse_time
+
+__all__ = ["MAX_JOBS", "MAX_SERVERS", "MAX_SEED", "register"]
+
+MAX_JOBS = 100_000_000
+"""Most ``--requests`` one run simulates: the run keeps about 40 bytes per request in memory (4 GB at this bound)."""
+MAX_SERVERS = 4096
+"""Most ``--servers``: the star platform is compiled and simulated whole (the paper's largest system has 4096 XPUs)."""
+MAX_SEED = 2**63 - 1
+"""Seeds are non-negative 64-bit integers (numpy's generators refuse negative ones)."""
+
+
+def _check_count(value: int, flag: str, low: int, high: int, why: str = "") -> None:
+    """Refuse an integer flag outside [low, high], naming the flag and the valid range."""
+    if not low <= value <= high:
+        raise HcsimError(f"{flag} {value} is invalid (valid: an integer from {low} to {high:,}{why})")
+
+
+def _finite(value: float | None, flag: str, low: float, strict: bool = False, example: str = "") -> None:
+    """Refuse a float flag that is NaN, infinite or below ``low`` (or equal to it when ``strict``)."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < low or (strict and value == low):
+        bound = f"> {low:g}" if strict else f">= {low:g}"
+        raise HcsimError(f"{flag} {value!r} is invalid (valid: a finite number {bound}{example})")
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Every flag checked before anything is built or simulated: one line naming the flag and what is valid."""
+    _check_count(args.requests, "--requests", 1, MAX_JOBS, " requests to simulate")
+    _check_count(args.servers, "--servers", 1, MAX_SERVERS, ", the XPUs of the serving platform")
+    _check_count(args.seed, "--seed", 0, MAX_SEED)
+    if args.max_batch is not None:
+        _check_count(args.max_batch, "--max-batch", 1, 2**31 - 1, "; omit it for no limit")
+    if args.gpu and (args.beta is not None or args.c0 is not None):
+        flag = "--beta" if args.beta is not None else "--c0"
+        raise HcsimError(f"{flag} applies with --alpha only (valid: omit it with --gpu, whose energies are fitted)")
+    _finite(args.beta, "--beta", 0.0, example=" joules per job in a batch, e.g. 0.1")
+    _finite(args.c0, "--c0", 0.0, example=" joules per batch, e.g. 0.5")
+    _finite(args.rate, "--rate", 0.0, strict=True, example=" jobs/s, e.g. 500")
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import tempfile
+
+    import numpy as np
+
+    from hcsim.analysis import queueing as q
+    from hcsim.frontends.serving import batching as fb
+    from hcsim.platform import builders, compile_platform
+
+    _check_arguments(args)
+    model = None
+    stray = [f"--{k.replace('_', '-')}" for k in ("system", "xpus", "mix", "tp", "context") if getattr(args, k)]
+    if stray and not args.model:
+        raise HcsimError(f"{stray[0]} applies to --model only (valid: --model NAME|config.json with it, or drop it)")
+    if args.model:  # a transformer on --system: tau[b] from the engine (hcsim.cli.model_options)
+        from hcsim.cli.model_options import check_serve_model
+
+        check_serve_model(args)
+        model, alpha, tau0, beta, c0 = args.model, 1.0, 0.0, math.nan, math.nan
+    elif args.gpu:
+        fit = q.fit_linear(q.V100_RESNET50 if args.gpu == "v100" else q.P4_RESNET50)
+        alpha, tau0, beta, c0 = fit.alpha, fit.tau0, fit.beta, fit.c0
+    else:
+        if args.alpha is None or args.tau0 is None:
+            raise HcsimError("give --gpu v100|p4, or both --alpha and --tau0 (seconds)")
+        alpha, tau0 = parse_time(args.alpha, "--alpha"), parse_time(args.tau0, "--tau0")
+        beta = args.beta if args.beta is not None else math.nan
+        c0 = args.c0 if args.c0 is not None else math.nan
+        if not (alpha > 0 and math.isfinite(alpha)) or not (tau0 >= 0 and math.isfinite(tau0)):
+            bad_alpha = not (alpha > 0 and math.isfinite(alpha))
+            bad, value = ("--alpha", args.alpha) if bad_alpha else ("--tau0", args.tau0)
+            raise HcsimError(
+                f"{bad} {value!r} is invalid (valid: finite --alpha > 0 and --tau0 >= 0, e.g. 2ms and 5ms)"
+            )
+    max_delay = None if args.max_delay is None else parse_time(args.max_delay, "--max-delay")
+    if max_delay is not None and not (max_delay >= 0 and math.isfinite(max_delay)):
+        raise HcsimError(f"--max-delay {args.max_delay!r} is invalid (valid: a finite duration >= 0, e.g. 5ms)")
+    m = math.inf if args.max_batch is None else args.max_batch
+    if args.rho is not None:
+        if not 0 < args.rho:  # rho >= 1 is refused below as unstable, with the capacity
+            raise HcsimError(f"--rho {args.rho} is invalid (valid: 0 < rho < 1, the load per server)")
+        lam_server = args.rho / alpha
+    else:
+        lam_server = args.rate / args.servers
+    if model is None:
+        try:
+            fb.check_stable(lam_server, alpha, tau0, m)
+        except HcsimError as exc:
+            if math.isinf(m) or lam_server * alpha >= 1:
+                raise
+            raise HcsimError(f"--max-batch {args.max_batch} is too small for this load: {exc}") from None
+        topo, servers = builders.star(args.servers, "V100"), None
+    else:
+        from hcsim.cli.platform import build_topology
+
+        topo = build_topology(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        platform = os.path.join(tmp, "p.xml")
+        compile_platform(topo, platform)
+        if model is None:
+            servers, batch_time = topo.xpus(), fb.linear_time(alpha, tau0)
+        else:
+            lam_server, servers, batch_time = _model_timing(args, platform, m)
+        arrivals = fb.arrival_times("poisson", lam_server * len(servers), args.requests, args.seed)
+        r = fb.serve(
+            platform,
+            servers,
+            arrivals,
+            batch_time,
+            max_batch=m,
+            max_delay=max_delay,
+            dispatch=args.dispatch,
+            seed=args.seed,
+            progress=True if args.progress else None,
+        )
+    mean, half = fb.confidence_interval(r.latency)
+    p99, p99_half = fb.percentile_interval(r.latency, 99)
+    if args.out:
+        fb.write_outputs(r, args.out, beta, c0)
+    # the exact chain and the bound model no max delay, and one server's own Poisson stream
+    exact_model = model is None and max_delay is None and (args.dispatch == "random" or args.servers == 1)
+    exact = q.exact_finite(lam_server, alpha, tau0, m) if exact_model else None
+    ci = f"95% CI, batch means, {args.requests} requests"
+    print(f"simulated E[W]   {mean * 1e3:.6g} ms +- {half * 1e3:.3g} ms ({ci})")
+    print(f"p50              {np.percentile(r.latency, 50) * 1e3:.6g} ms")
+    print(f"p99              {p99 * 1e3:.6g} ms +- {p99_half * 1e3:.3g} ms (95% CI, batch means)")
+    if exact is not None:
+        print(f"exact E[W]       {exact.mean_latency * 1e3:.6g} ms (truncated chain, {exact.states} states)")
+    if math.isinf(m) and max_delay is None:
+        print(f"phi (bound)      {q.phi(lam_server, alpha, tau0) * 1e3:.6g} ms")
+    print(f"utilization      {r.utilization():.4f}")
+    print(f"mean batch       {r.batch_size.mean():.4g}")
+    if not math.isnan(beta):
+        print(f"eta              {r.jobs_per_joule(beta, c0):.6g} jobs/J ({r.energy_per_job(beta, c0):.6g} J per job)")
+    return 0
+
+
+def _model_timing(args: argparse.Namespace, platform: str, max_batch: int):  # noqa: ANN202
+    """Per-server arrival rate, servers and tau[b] of ``serve --model``; prints the engine's table.
+
+    ``--rho`` is the load relative to a server's capacity, max over b <= M of b / tau[b].
+    """
+    from hcsim.cli.model_options import serve_batch_time
+
+    table, servers = serve_batch_time(args, platform, max_batch)
+    capacity = max(b / t for b, t in table.items())
+    lam_server = args.rho * capacity if args.rho is not None else args.rate / len(servers)
+    if not lam_server < capacity:
+        raise HcsimError(
+            f"unstable: each server gets {lam_server:.6g} requests/s but serves at most {capacity:.6g} "
+            "(valid: --rho < 1, or a lower --rate)"
+        )
+    print(f"model            {args.model}: {len(servers)} server(s), a TP group each; tau[b] by the engine")
+    for b, t in table.items():
+        print(f"tau[{b}]{' ' * (12 - len(str(b)))}{t * 1e3:.6g} ms ({b / t:.4g} requests/s)")
+    return lam_server, servers, table.__getitem__
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``hcsim serve`` (alias ``queue``, its former name)."""
+    qu = sub.add_parser(
+        "serve", aliases=["queue"], help="dynamic-batching inference serving: simulated vs exact latency"
+    )
+    gpu = qu.add_mutually_exclusive_group(required=True)
+    gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
+    gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
+    from hcsim.cli.main import _load  # without importing hcsim.workload: --help stays light
+
+    _load("hcsim.cli.model_options").add_serve_options(qu, gpu)  # --model --system --xpus --tp --context
+    qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
+    load = qu.add_mutually_exclusive_group(required=True)
+    load.add_argument(
+        "--rho", type=float, help="load per server, lambda * alpha (dimensionless, < 1; --model: lambda / capacity)"
+    )
+    load.add_argument(
+        "--rate",
+        type=rate_type("--rate", per="s"),
+        help="total arrival rate of requests, e.g. 6000/s or 360000/min (bare number: per second)",
+    )
+    qu.add_argument("--max-batch", type=int, help="largest batch, in requests (default: unlimited)")
+    qu.add_argument(
+        "--max-delay",
+        help="an idle server waits for a full batch up to this long after its oldest job arrived, e.g. 5ms "
+        "(bare number: seconds; default: no wait; no exact E[W] then)",
+    )
+    qu.add_argument("--requests", type=int, default=1_000_000, help="requests to simulate (a count; default 1e6)")
+    qu.add_argument("--jobs", dest="requests", type=int, action=DeprecatedAlias, new="--requests")
+    qu.add_argument("--seed", type=int, default=0, help="random seed of arrivals and dispatch (default 0)")
+    qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher (a count; default 1)")
+    qu.add_argument("--dispatch", choices=("random", "round_robin", "jsq"), default="random")
+    qu.add_argument("--beta", type=float, help="with --alpha: energy per request in a batch, in joules, for eta")
+    qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch, in joules, for eta")
+    qu.add_argument("--progress", action="store_true", help="show a progress bar on stderr (default: on a terminal)")
+    qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
+    qu.set_defaults(func=_cmd_serve)

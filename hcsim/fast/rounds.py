@@ -1,0 +1,523 @@
+"""Memoized rounds: a fast path for every collective, behind the strategy seam.
+
+With ``memoize=True`` an :class:`~hcsim.engine.execution.Execution` runs the ring
+algorithms with :class:`~hcsim.fast.memoize.MemoizedRings` and every other
+communication vertex (trees, halving-doubling, direct, hierarchical, 2D rings,
+all-to-all, chains, p2p, plug-ins and MSCCL-IR schedules) with :class:`MemoizedRounds`.
+Nothing here knows an algorithm: it reads the vertex's
+:class:`~hcsim.collectives.plans.FlowPlan` only.
+
+**Rounds.** The flows of a plan fall into *rounds*, its dependency levels: a flow
+waiting for nothing is in round 0; a flow waiting for flows is one round after the
+latest of them; a join (an entry of size 0) is transparent (what waits for a join waits
+for what the join waits for). A flow of round r thus depends only on flows of earlier
+rounds. The vertex runs *round-synchronously*: all flows of a round start together, and
+the next round starts when the last one has ended.
+
+**Signatures.** A round's signature is the multiset, over its flows, of (bytes, the
+route's links as (bandwidth, latency, sharing policy, how many of the round's flows
+cross that link)). Two rounds with one signature are the same max-min problem up to
+renaming links whenever no two of their flows' bottlenecks are coupled differently
+through links the signature does not tell apart: not proven in general, held against
+the exact engine for every algorithm of the library on the configurations of
+``tests/fast/test_memoize_collectives.py`` (paper systems, a fat tree, the sweeps' extremes).
+
+**Skipping.** A round is *quiet* if, from its start to its end, no flow but its own
+crossed its links (none in flight when it started, none starting or ending meanwhile):
+it was alone, so its duration d depends on its signature only. A later round (of this
+vertex or of any other) with the same signature that starts while nothing is in flight
+on its links, no other skipped round claims them and no memoized ring is in progress on
+them (a ring skipping, frozen or with virtual flows is there with nothing in SimGrid), is
+*skipped*: no SimGrid activity,
+one driver timer at start + d. Leaving it out of SimGrid changes no other flow's rate
+(nothing else is on its links). If a flow starts on its links meanwhile, the skip is
+*interrupted*: each flow of the round is launched in SimGrid with the fraction of its
+bytes the skip had not yet moved (the round is taken to move bytes at a constant
+rate), and the round ends with them.
+
+**Plans run whole.** Round barriers are used only where they cannot hold a rank back
+(:func:`aligned`: a rank waits anyway for everything sent to it in the round before;
+*even*: every round but the last has one signature entry for all its flows, so none
+ends early). Any other plan (NCCL's pipelined double binary tree, binary trees across
+racks, pairwise all-to-all across servers, the shared-memory allreduce, ...) runs flow
+by flow through the exact strategy, and is memoized *whole*: a run that was alone on
+its links from start to end leaves its timeline (each flow's start and end); a later
+execution of the same plan (kind, algorithm, scope, bytes) starting on quiet links is
+skipped with one timer. If a flow starts on its links meanwhile, the timeline is
+replayed up to now: flows that had ended are done, flows under way are launched with
+the bytes the timeline had not moved (constant rate per flow), and the rest runs exact.
+
+**The latency-bound case.** A skipped round costs one timer whatever its flows'
+latency: nothing is materialised flow by flow, so a latency-bound round that repeats
+(100-200 us per hop) costs the same as a bandwidth-bound one.
+
+What is exact and what is approximated (numbers in ``docs/fast-paths.md``):
+
+* exact: a skipped round takes the measured duration of a round with its signature that
+  ran alone; SimGrid is deterministic, so that is the time it would take alone again;
+  rounds that meet other traffic run in SimGrid, flow by flow;
+* approximated: (1) round synchronisation, where the plan is aligned and even: the
+  exact engine starts a flow as soon as the flows it waits for have ended; in such a
+  plan they all end together when alone (one signature entry), so the barrier costs
+  nothing alone, but with foreign traffic flows of a round can end apart and the
+  barrier holds the early ones' successors back; (2) an interrupted skip (round or
+  whole plan) splits each flow's bytes by a constant rate and pays its latency again;
+  (3) a round signature is a strong hash of the max-min problem, not a canonical form
+  of it (a whole plan's key is exact: the same flows on the same links).
+
+The exact engine's refusal of a vertex starting more than ``max_flows_at_once`` flows
+is kept (a round that wide would be that many flows in SimGrid at once): memoized
+rounds do not lift it for ``direct`` or ``cxl_shared_memory`` at 256+ XPUs.
+
+Like :class:`~hcsim.fast.memoize.MemoizedRings` it observes the driver
+(:class:`~hcsim.engine.driver.FlowObserver`): every flow started through the driver,
+of this execution or any other sharing it, counts as traffic, from the moment the
+execution is created (a cluster job's flows already in flight then are not seen).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
+from hcsim.engine.exact import max_flows_at_once
+from hcsim.engine.records import COMM, ActivityKey, VertexRun
+from hcsim.errors import HcsimError
+
+__all__ = ["MemoizedRounds", "RoundRun", "WholeRun", "aligned", "plan_rounds"]
+
+EPS = 1e-9
+
+
+def plan_rounds(fp: FlowPlan) -> list[tuple[int, ...]]:
+    """The rounds (dependency levels) of a plan: real flows only, in plan order within a round."""
+    n = len(fp)
+    waits = list(fp.waits)
+    after = [0] * n  # a real flow: its round + 1; a join: the latest `after` of what it waits for
+    level = [0] * n  # the round a flow waits for: the latest `after` of its predecessors
+    stack = [f for f in range(n) if waits[f] == 0]
+    size, releases = fp.size, fp.releases
+    while stack:
+        f = stack.pop()
+        after[f] = level[f] + 1 if size[f] else level[f]
+        for g in releases[f]:
+            if after[f] > level[g]:
+                level[g] = after[f]
+            waits[g] -= 1
+            if not waits[g]:
+                stack.append(g)
+    if any(waits):
+        raise HcsimError("a collective's flow plan has a dependency cycle (valid: flows that can be ordered)")
+    rounds: list[list[int]] = [[] for _ in range(max(after, default=0))]
+    for f in range(n):
+        if size[f]:
+            rounds[level[f]].append(f)
+    return [tuple(r) for r in rounds]
+
+
+def aligned(fp: FlowPlan, rounds: list[tuple[int, ...]]) -> bool:
+    """Whether a rank proceeds to round r+1 only once everything sent to it in round r has arrived.
+
+    That is: each flow of round r+1 waits (directly or through joins) for every flow of
+    round r that ends where it starts. Then the round barrier holds a rank back only for
+    traffic it would have waited for anyway, up to its own other sends. A plan where a
+    flow may start when one of several arrivals has come (the shared-memory allreduce:
+    a read waits for one write into that memory) is not aligned and runs exact.
+    """
+    round_of = {f: i for i, flows in enumerate(rounds) for f in flows}
+    preds: list[set[int]] = [set() for _ in range(len(fp))]
+    for f, out in enumerate(fp.releases):
+        for g in out:
+            preds[g].add(f)
+    into: dict[tuple[int, str], list[int]] = {}  # (round, destination) -> flows
+    for f, r in round_of.items():
+        into.setdefault((r, fp.dst[f]), []).append(f)
+    for g, r in round_of.items():
+        if not r:
+            continue
+        needed = into.get((r - 1, fp.src[g]))
+        if not needed:
+            continue
+        reach, stack = set(), list(preds[g])
+        while stack:  # real predecessors, seen through joins
+            f = stack.pop()
+            if f in reach:
+                continue
+            reach.add(f)
+            if not fp.size[f]:
+                stack.extend(preds[f])
+        if not reach.issuperset(needed):
+            return False
+    return True
+
+
+class RoundRun(VertexRun):
+    """A communication vertex execution run round by round."""
+
+    __slots__ = ("rounds", "index", "left", "round_start", "quiet", "skip", "fraction", "own")
+
+    def __init__(self, v: int, k: int, start: float, rounds: Any) -> None:
+        super().__init__(v, k, start, 0)
+        self.own = self  # the run its flows' keys name
+        self.rounds = rounds  # the vertex's _Rounds
+        self.index = -1  # the round in progress
+        self.left = 0  # flows of the round still in SimGrid
+        self.round_start = start
+        self.quiet = False  # the round in SimGrid has been alone on its links so far (and is whole)
+        self.skip: tuple[float, float, int] | None = None  # (since, duration, timer handle) while skipped
+        self.fraction = 1.0  # of each flow's bytes launched in this round (< 1 after an interrupted skip)
+
+
+class WholeRun(VertexRun):
+    """A plan run whole: by the exact strategy (measured when alone), or skipped with its measured timeline."""
+
+    __slots__ = ("own", "quiet", "skip", "links", "key", "ends")
+
+    def __init__(self, v: int, k: int, start: float, links: frozenset[str], key: Any) -> None:
+        super().__init__(v, k, start, 0)
+        self.own: Any = None  # the exact strategy's run of it
+        self.quiet = False
+        self.skip: tuple[float, float, int] | None = None
+        self.links, self.key = links, key
+        self.ends: dict[int, float] | None = None  # flow -> when it ended, while measured
+
+
+class _Rounds:
+    """What a vertex's rounds need at run time, computed once per vertex."""
+
+    __slots__ = ("order", "links", "flow_links", "signature", "even")
+
+    def __init__(self) -> None:
+        self.even = True  # every round but the last has flows of one signature entry each (none ends early)
+        self.order: list[int] = []  # round number -> index into the per-distinct-round lists below
+        self.links: list[frozenset[str]] = []  # links a round's flows cross
+        self.flow_links: list[list[frozenset[str]]] = []  # per round, per flow: its links
+        self.signature: list[int] = []  # interned signature of the round
+
+
+class MemoizedRounds:
+    """Runs non-ring communication vertices round by round, skipping what repeats (see the module docstring)."""
+
+    def __init__(self, execution: Any, exact: Any) -> None:
+        self.execution = execution
+        self.exact = exact  # runs the plans whose rounds are not aligned
+        self.routes: dict[tuple[str, str], tuple[frozenset[str], tuple]] = {}  # (src, dst) -> links, link classes
+        self.link_class: dict[str, tuple] = {}
+        self.signatures: dict[tuple, int] = {}  # round signature -> id
+        self.measured: dict[int, float] = {}  # signature id -> duration alone on the network
+        self.load: dict[str, int] = {}  # link -> flows in flight on it (all flows the driver started)
+        self.claims: dict[str, list[RoundRun]] = {}  # link -> runs whose current round (real or skipped) crosses it
+        self.inflight: dict[Any, frozenset[str]] = {}
+        self.per_vertex: dict[int, _Rounds] = {}
+        self.whole_of: dict[int, tuple[Any, frozenset[str]]] = {}  # vertex -> (plan key, links) of a plan run whole
+        self.whole_runs: dict[int, WholeRun] = {}  # vertex -> its execution run whole, in progress
+        # plan key -> (duration, each entry's start and end after the plan's start) of a run alone on the network
+        self.timelines: dict[Any, tuple[float, list[float], list[float]]] = {}
+        self.rounds_of: dict[int, list[tuple[int, ...]]] = {}
+        self.observing = False  # observes the driver once it has a vertex to run (runs of rings only pay nothing)
+        self.rings: Any = None  # the execution's MemoizedRings, whose rings may hold links off SimGrid
+
+    # ------------------------------------------------------------------ the strategy protocol
+    def handles(self, data: dict[str, Any]) -> bool:
+        return data["kind"] == "p2p" or not algorithm(data["kind"], data["algorithm"]).ring
+
+    def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
+        fp = build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
+        if not self.observing:
+            self.execution.driver.observe(self)
+            self.observing = True
+        rounds = plan_rounds(fp)
+        widest = max((len(r) for r in rounds), default=0)
+        limit = max_flows_at_once()
+        if widest > limit:
+            raise HcsimError(
+                f"{data['kind']} '{data['algorithm']}' over {len(data['scope'])} ranks runs {widest} flows in one "
+                f"round, more than the engine's {limit} at once (valid: fewer ranks, another algorithm, or a higher "
+                "HCSIM_MAX_FLOWS_AT_ONCE)"
+            )
+        self.rounds_of[id(fp)] = rounds if aligned(fp, rounds) else None
+        return fp
+
+    def launch(self, v: int, k: int, now: float) -> None:
+        if self.rounds_of[id(self.execution.flow_plans[v])] is not None:
+            rounds = self.per_vertex.get(v)
+            if rounds is None:
+                rounds = self.per_vertex[v] = self._prepare(v)
+            if rounds.even:
+                self._next_round(RoundRun(v, k, now, rounds), now)
+                return
+        self._launch_whole(v, k, now)
+
+    def complete(self, act: Any, key: ActivityKey, now: float) -> None:
+        r = key[2]
+        if r.__class__ is not RoundRun:  # a plan run whole, by the exact strategy
+            w = self.whole_runs.get(r.v)
+            if w is not None and w.ends is not None:
+                w.ends[key[3]] = now
+            self.exact.complete(act, key, now)
+            if w is not None and self.whole_runs.get(r.v) is w and not r.pending:
+                self._whole_done(w, now)
+            return
+        r.left -= 1
+        if not r.left:
+            self._round_done(r, now)
+
+    def timer(self, key: tuple, now: float) -> None:
+        """A skipped round or whole plan has ended (an interrupted skip's timer is cancelled)."""
+        r = key[1]
+        r.skip = None
+        if r.__class__ is WholeRun:
+            self._whole_done(r, now)
+            self.execution.finish(r, now)
+            return
+        self._round_done(r, now)
+
+    # ------------------------------------------------------------------ plans run whole
+    def _launch_whole(self, v: int, k: int, now: float) -> None:
+        """A plan that is not run round by round: skipped whole if it ran alone before and its links are quiet."""
+        x = self.execution
+        fp = x.flow_plans[v]
+        if not fp.flows:
+            self.exact.launch(v, k, now)
+            return
+        old = self.whole_runs.get(v)
+        if old is not None and old.own is not None and not old.own.pending:  # its last flow is being handed back
+            self._whole_done(old, now)
+        info = self.whole_of.get(v)
+        if info is None:
+            d = x.data[v]
+            key = (d["kind"], d["algorithm"], tuple(d["scope"]), d["bytes"], d.get("group"))
+            src, dst = x.flow_hosts[v]
+            links = frozenset().union(*(self._route(src[f], dst[f])[0] for f in range(len(fp)) if fp.size[f]))
+            info = self.whole_of[v] = (key, links)
+        key, links = info
+        w = WholeRun(v, k, now, links, key)
+        busy = self._busy(w, links)
+        self.whole_runs[v] = w
+        timeline = self.timelines.get(key)
+        if timeline is not None and not busy:
+            self._claim(w, links)
+            handle = x.driver.add_timer(now + timeline[0], (self, w))
+            w.skip = (now, timeline[0], handle)
+            x.result.memoized_flows += fp.flows
+            return
+        w.quiet, w.ends = not busy, {}
+        w.own = self.exact.launch(v, k, now)  # its first flows start before it claims its links: they are its own
+        self._claim(w, links)
+
+    def _whole_done(self, w: WholeRun, now: float) -> None:
+        """The plan's execution is over: release its links; if it ran alone, keep its timeline."""
+        self._release(w, w.links)
+        del self.whole_runs[w.v]
+        if w.quiet and w.ends is not None and w.key not in self.timelines:
+            fp = self.execution.flow_plans[w.v]
+            starts, ends = [0.0] * len(fp), [0.0] * len(fp)
+            waits = list(fp.waits)
+            stack = [f for f in range(len(fp)) if not waits[f]]
+            while stack:  # entries in dependency order: a flow starts when the last it waits for has ended
+                f = stack.pop()
+                ends[f] = w.ends[f] - w.start if fp.size[f] else starts[f]
+                for g in fp.releases[f]:
+                    starts[g] = max(starts[g], ends[f])
+                    waits[g] -= 1
+                    if not waits[g]:
+                        stack.append(g)
+            self.timelines[w.key] = (now - w.start, starts, ends)
+
+    def _interrupt_whole(self, w: WholeRun, now: float) -> None:
+        """A flow starts on a skipped plan's links: replay its timeline up to now, then run the rest exact.
+
+        Entries that had ended by now are done; flows under way get the fraction of their bytes the
+        timeline had not moved yet (a constant rate over each flow); the rest wait for their flows as usual.
+        """
+        since, _, handle = w.skip  # type: ignore[misc]
+        x = self.execution
+        x.driver.cancel_timer(handle)
+        w.skip, w.quiet, w.ends = None, False, None
+        fp = x.flow_plans[w.v]
+        _, starts, ends = self.timelines[w.key]
+        t = now - since
+        done = [end <= t for end in ends]
+        waits = [0] * len(fp)
+        for f, out in enumerate(fp.releases):
+            if not done[f]:
+                for g in out:
+                    waits[g] += 1
+        run = VertexRun(w.v, w.k, w.start, done.count(False), waits)
+        w.own = run
+        src, dst = x.flow_hosts[w.v]
+        launched = [f for f in range(len(fp)) if not done[f] and not waits[f] and fp.size[f]]
+        left = sum(1 for f in range(len(fp)) if not done[f] and fp.size[f])
+        x.result.memoized_flows -= left
+        x.result.activities += left
+        for f in launched:
+            span = ends[f] - starts[f]
+            fraction = (ends[f] - t) / span if span > 0 else 1.0
+            nbytes = max(1, int(round(fp.size[f] * min(1.0, fraction))))
+            x.flow(src[f], dst[f], nbytes, (x, COMM, run, f), now)
+
+    # ------------------------------------------------------------------ observing the network
+    def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
+        if links is None:
+            links = self._route(src, dst)[0]
+        self.inflight[act] = links
+        load, claims = self.load, self.claims
+        owner = key[2]
+        for link in links:
+            load[link] = load.get(link, 0) + 1
+            held = claims.get(link)
+            if held:
+                for r in list(held):
+                    if r.own is not owner:
+                        if r.skip is not None:
+                            if r.__class__ is WholeRun:
+                                self._interrupt_whole(r, now)
+                            else:
+                                self._interrupt(r, now)
+                        r.quiet = False
+
+    def flow_ended(self, act: Any, key: Any, now: float) -> None:
+        links = self.inflight.pop(act, None)
+        if links is None:  # started before this execution observed the driver (another job of a cluster)
+            return
+        load, claims = self.load, self.claims
+        owner = key[2]
+        for link in links:
+            load[link] -= 1
+            held = claims.get(link)
+            if held:
+                for r in held:
+                    if r.own is not owner:
+                        r.quiet = False
+
+    # ------------------------------------------------------------------ rounds
+    def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], tuple]:
+        key = (src.name, dst.name)
+        hit = self.routes.get(key)
+        if hit is None:
+            links, _ = src.route_to(dst)
+            classes = self.link_class
+            for link in links:
+                if link.name not in classes:
+                    classes[link.name] = (link.bandwidth, link.latency, str(link.get_sharing_policy()))
+            hit = self.routes[key] = (frozenset(link.name for link in links), tuple(link.name for link in links))
+        return hit
+
+    def _prepare(self, v: int) -> _Rounds:
+        """Each round's links and signature (rounds with one flow list share them)."""
+        x = self.execution
+        fp = x.flow_plans[v]
+        src, dst = x.flow_hosts[v]
+        out = _Rounds()
+        seen: dict[int, int] = {}
+        classes = self.link_class
+        for flows in self.rounds_of[id(fp)]:
+            at = seen.get(id(flows))
+            if at is None:
+                routes = [self._route(src[f], dst[f]) for f in flows]
+                count: dict[str, int] = {}
+                for names, _ in routes:
+                    for link in names:
+                        count[link] = count.get(link, 0) + 1
+                entries = [
+                    (fp.size[f], tuple(sorted((classes[link], count[link]) for link in names)))
+                    for f, (names, _) in zip(flows, routes, strict=True)
+                ]
+                sig = tuple(sorted(entries))
+                if len(out.order) + 1 < len(self.rounds_of[id(fp)]) and sig[0] != sig[-1]:
+                    out.even = False
+                at = seen[id(flows)] = len(out.links)
+                out.links.append(frozenset(count))
+                out.flow_links.append([names for names, _ in routes])
+                out.signature.append(self.signatures.setdefault(sig, len(self.signatures)))
+            out.order.append(at)
+        return out
+
+    def _claim(self, r: RoundRun, links: frozenset[str]) -> None:
+        claims = self.claims
+        for link in links:
+            held = claims.get(link)
+            if held is None:
+                claims[link] = [r]
+            else:
+                held.append(r)
+
+    def _release(self, r: RoundRun, links: frozenset[str]) -> None:
+        claims = self.claims
+        for link in links:
+            held = claims[link]
+            held.remove(r)
+            if not held:
+                del claims[link]
+
+    def _busy(self, r: RoundRun, links: frozenset[str]) -> bool:
+        """Whether any flow is in flight on ``links``, another run's round claims one, or a memoized ring crosses one.
+
+        A memoized ring may be on its links with no flow in SimGrid (skipping, frozen or
+        with virtual flows): a round there is never skipped, and its real flows make the
+        ring bring its own back (:meth:`hcsim.fast.memoize.MemoizedRings.occupies`).
+        """
+        load, claims = self.load, self.claims
+        for link in links:
+            if load.get(link) or claims.get(link):
+                return True
+        rings = self.rings
+        return rings is not None and rings.occupies(links)
+
+    def _next_round(self, r: RoundRun, now: float) -> None:
+        x = self.execution
+        rs = r.rounds
+        r.index += 1
+        if r.index >= len(rs.order):
+            x.finish(r, now)
+            return
+        at = rs.order[r.index]
+        links = rs.links[at]
+        busy = self._busy(r, links)
+        self._claim(r, links)
+        r.round_start, r.fraction = now, 1.0
+        flows = self.rounds_of[id(x.flow_plans[r.v])][r.index]
+        d = self.measured.get(rs.signature[at])
+        if d is not None and not busy:
+            handle = x.driver.add_timer(now + d, (self, r))
+            r.skip, r.quiet = (now, d, handle), False
+            x.result.memoized_flows += len(flows)
+            return
+        r.quiet = not busy
+        self._launch(r, flows, rs.flow_links[at], 1.0, now)
+
+    def _launch(self, r: RoundRun, flows: tuple[int, ...], flow_links: list, fraction: float, now: float) -> None:
+        x = self.execution
+        fp = x.flow_plans[r.v]
+        src, dst = x.flow_hosts[r.v]
+        size = fp.size
+        r.left, r.fraction = len(flows), fraction
+        x.result.activities += len(flows)
+        flow = x.flow
+        for f, links in zip(flows, flow_links, strict=True):
+            nbytes = size[f] if fraction == 1.0 else max(1, int(round(size[f] * fraction)))
+            flow(src[f], dst[f], nbytes, ActivityKey(x, COMM, r, f), now, links)
+
+    def _round_done(self, r: RoundRun, now: float) -> None:
+        rs = r.rounds
+        at = rs.order[r.index]
+        if r.quiet and r.fraction == 1.0:
+            self.measured.setdefault(rs.signature[at], now - r.round_start)
+        self._release(r, rs.links[at])
+        self._next_round(r, now)
+
+    def _interrupt(self, r: RoundRun, now: float) -> None:
+        """A flow starts on a skipped round's links: launch what the round had left in SimGrid."""
+        since, d, handle = r.skip  # type: ignore[misc]
+        done = (now - since) / d if d > 0 else 1.0
+        if done >= 1.0 - EPS:  # it ends at this very instant: let its timer end it
+            return
+        x = self.execution
+        x.driver.cancel_timer(handle)
+        r.skip = None
+        rs = r.rounds
+        at = rs.order[r.index]
+        flows = self.rounds_of[id(x.flow_plans[r.v])][r.index]
+        x.result.memoized_flows -= len(flows)
+        self._launch(r, flows, rs.flow_links[at], 1.0 - done, now)
+        r.quiet = False

@@ -1,0 +1,94 @@
+"""What ``hcsim queue-selection`` runs, from its parsed options (defined in :mod:`.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+from hcsim.errors import HcsimError
+from hcsim.frontends.queue_selection.model import MODELS, WEEK
+from hcsim.frontends.queue_selection.outputs import summarize, write_outputs
+from hcsim.frontends.queue_selection.rules import METHODS, Method, _check_window, parse_method
+from hcsim.frontends.queue_selection.simulator import simulate
+
+__all__ = ["run_from_arguments"]
+
+
+def _methods_from_arguments(method: str, offset: str) -> list[Method]:
+    windows = [_check_window(w) for w in str(offset).split(",") if w.strip()] or [_check_window(offset)]
+    out: list[Method] = []
+    for name in str(method).split(","):
+        t = name.strip().lower()
+        if t == "all":
+            out += [Method("random"), Method("mql"), Method("maql")] + [Method("offset", w) for w in windows]
+        elif t == "offset":
+            out += [Method("offset", w) for w in windows]
+        elif t in METHODS or t.startswith("offset("):
+            out.append(parse_method(t))
+        else:
+            raise HcsimError(f"method {name.strip()!r} is unknown (valid: {', '.join(METHODS)}, all)")
+    unique: list[Method] = []
+    for m in out:
+        if m not in unique:
+            unique.append(m)
+    return unique
+
+
+def run_from_arguments(args: argparse.Namespace) -> int:
+    """Run ``hcsim queue-selection``: simulate, print a summary, write outputs to ``--out`` if given; returns 0.
+
+    ``--period`` and ``--offset`` may carry units (a bare number is minutes), as the command takes them.
+    """
+    from hcsim.cli.queue_selection import minutes_list
+    from hcsim.units import parse_minutes
+
+    period = WEEK if args.period is None else parse_minutes(args.period, "--period")
+    methods = _methods_from_arguments(args.method, minutes_list(args.offset, "--offset"))
+    if args.model not in MODELS:
+        raise HcsimError(f"model {args.model!r} is unknown (valid: {', '.join(MODELS)})")
+    if args.servers is not None and args.model != "fifo":
+        raise HcsimError(f"--servers {args.servers} applies to --model fifo only (valid: omit it, or --model fifo)")
+    if args.out:
+        parent = os.path.dirname(os.path.abspath(args.out))
+        if os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise HcsimError(
+                f"--out '{args.out}': directory '{parent}' is missing or not writable (valid: a writable path)"
+            )
+    run = simulate(
+        args.set_name,
+        methods,
+        model=args.model,
+        servers=1 if args.servers is None else args.servers,
+        replications=args.replications,
+        seed=args.seed,
+        period=period,
+        arrival=args.arrival,
+        rate=args.rate,
+        offset_ties=args.offset_ties,
+        offset_rule=args.offset_rule,
+        workers=args.workers,
+    )
+    rows = summarize(run, "random" if "random" in run.methods else None)
+    p = ", ".join(f"{x:g}" for x in run.service)
+    model = "paper model" if run.model == "paper" else f"fifo model ({run.servers} server(s) per queue)"
+    print(f"set {run.set_name} (p = {p} min), {model}, {run.replications} x {run.period:g} min, seed {run.seed}")
+    print(
+        f"{'method':<14}{'jobs':>8}{'mean (min)':>20}{'median':>9}{'p90':>9}{'p99':>9}"
+        f"  share of jobs q1..q{len(run.service)}"
+    )
+    for r in rows:
+        shares = " ".join(f"{r[f'share_q{k + 1}']:.2f}" for k in range(len(run.service)))
+        ci = "" if math.isnan(r["ci95_min"]) else f" +- {r['ci95_min']:.2f}"
+        print(
+            f"{r['method']:<14}{r['jobs']:>8}{r['mean_min']:>11.2f}{ci:<9}"
+            f"{r['median_min']:>9.2f}{r['p90_min']:>9.2f}{r['p99_min']:>9.2f}  {shares}"
+        )
+    speed = run.total_jobs / max(run.seconds, 1e-9)
+    print(f"simulated {run.total_jobs} jobs on SimGrid in {run.seconds:.1f} s ({speed:.0f} jobs/s)")
+    if args.out:
+        paths = write_outputs(run, args.out)
+        print("wrote " + ", ".join(paths))
+    return 0

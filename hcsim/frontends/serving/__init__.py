@@ -1,0 +1,1 @@
+"""Inference serving: dynamic batching (Inoue) and the batch-time tables of transformer models."""

@@ -1,0 +1,289 @@
+"""SimGrid access: load the bindings, and give every simulation a process of its own.
+
+Two facts shape this module.
+
+* ``pip install simgrid==4.1`` builds from source and installs ``libsimgrid.so.4.1``
+  beside the extension module, but the extension has no rpath to it, so a bare
+  ``import simgrid`` fails. :func:`import_simgrid` loads the library by absolute path
+  (``ctypes``, ``RTLD_GLOBAL``) first. ``scripts/bootstrap.sh`` also installs a ``.pth``
+  hook doing the same, so ``import simgrid`` works in the project's environment too.
+* SimGrid allows one Engine per process, never re-created. :func:`run_isolated` runs a
+  function in a forked child that may create its engine, and returns the child's
+  (picklable) result; an HcsimError raised in the child is re-raised in the parent.
+* Python actors run on thread contexts: SimGrid's maestro thread and the actor threads
+  hand control to each other at every simulated event. When the two threads sit on
+  different cores, each hand-off wakes the other core, which on this project's VMs
+  made simulations 2.6-3.3x slower (16k vs 53k activities/s on the same ring
+  allreduce). So each simulation child pins itself to a CPU that no other simulation
+  on the machine holds (:func:`pin_to_free_cpu`), and parallel sweeps still use every
+  core. Set ``HCSIM_PIN_CPU=0`` to turn this off.
+* Even pinned, a thread hand-off costs: a flow started and waited for is two of them.
+  A simulation driven by *one* Python actor (the engine's controller, the cluster
+  scheduler) can run that actor on SimGrid's ``raw`` contexts instead (stack switching
+  inside one OS thread): 12 us per flow instead of 36 us on the same ring. The
+  bindings default to threads because swapped contexts break with several Python
+  actors: their frames would interleave on the one Python thread state. With a single
+  actor, the actor's frames are pushed on top of the main thread's when it starts and
+  are all popped when it ends, and only C++ runs while it is switched out (SimGrid's
+  maestro), so Python's frame stack stays last-in first-out, as in a plain call. Pass
+  ``one_actor=True`` to :func:`load_platform` for that; ``HCSIM_CONTEXTS=thread``
+  turns it off. The simulated results are the same either way (the context factory
+  only decides how actors are scheduled on the host machine; tests/engine/test_determinism.py
+  checks every command's files byte for byte under both).
+* A simulation child never outlives its parent: it holds only its own end of the
+  result pipe (so a write to a dead parent fails instead of blocking forever), asks
+  the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, Linux), and
+  ignores Ctrl-C, which its parent handles by killing it. So killing ``hcsim run``, a
+  sweep point or a Dask worker, by any signal, frees the child's CPU lock at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import gc
+import glob
+import importlib.util
+import multiprocessing
+import os
+import signal
+import site
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable
+from multiprocessing.reduction import ForkingPickler
+from types import ModuleType
+from typing import Any, TypeVar
+
+from hcsim.errors import HcsimError
+
+__all__ = ["die_with_parent", "import_simgrid", "libsimgrid_path", "load_platform", "run_isolated", "new_engine"]
+
+T = TypeVar("T")
+_LOADED: list[str] = []
+
+
+def libsimgrid_path() -> str:
+    """Absolute path of the installed ``libsimgrid.so*`` (next to the ``simgrid`` extension)."""
+    spec = importlib.util.find_spec("simgrid")
+    if spec is None or spec.origin is None:
+        raise HcsimError("SimGrid's Python bindings are not installed (run: bash scripts/bootstrap.sh test)")
+    here = os.path.dirname(spec.origin)
+    dirs = [here, os.path.join(here, "lib"), os.path.join(here, "simgrid"), os.path.join(sys.prefix, "lib")]
+    dirs += [os.path.join(p, "lib") for p in site.getsitepackages()]
+    for d in dirs:
+        found = sorted(glob.glob(os.path.join(d, "libsimgrid.so*")))
+        if found:
+            return found[-1]
+    raise HcsimError(f"libsimgrid.so not found near {spec.origin} (reinstall: bash scripts/bootstrap.sh test)")
+
+
+def import_simgrid() -> ModuleType:
+    """``import simgrid``, loading libsimgrid first so that no LD_LIBRARY_PATH is needed."""
+    if "simgrid" in sys.modules:
+        return sys.modules["simgrid"]
+    if not _LOADED:
+        path = libsimgrid_path()
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        _LOADED.append(path)
+    # the module's init logs "Configuration change: Set 'contexts/factory'" to stderr before
+    # any --log option can apply; keep stderr for messages that matter
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        import simgrid
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    return simgrid
+
+
+def new_engine(*config: str) -> Any:
+    """A SimGrid Engine with quiet logs and the given ``--cfg`` items (``"key:value"``)."""
+    simgrid = import_simgrid()
+    args = ["hcsim", "--log=root.thresh:warning"] + [f"--cfg={c}" for c in config]
+    engine = simgrid.Engine(args)
+    if _IGNORE_INTERRUPTS:  # SimGrid installs its own SIGINT handler (print the actors, exit): keep ignoring
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return engine
+
+
+_IGNORE_INTERRUPTS = False  # set in a simulation child: its parent handles Ctrl-C
+_CPU_CLAIM: list[int] = []  # the lock file descriptor this process holds, if any
+
+
+def pin_to_free_cpu() -> None:
+    """Pin this process (and the threads it will start) to one CPU no other simulation holds.
+
+    Simulations on one machine coordinate through per-CPU lock files (``flock``, held for
+    the life of the process and released by the kernel when it ends): a process takes
+    the first free CPU, starting from the one it runs on. If every CPU is taken it stays
+    unpinned.
+    """
+    if _CPU_CLAIM or os.environ.get("HCSIM_PIN_CPU", "1") == "0":
+        return
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        if len(allowed) <= 1:
+            return
+        with open("/proc/self/stat") as f:
+            here = int(f.read().rsplit(")", 1)[1].split()[36])  # field 39: CPU last run on
+        start = allowed.index(here) if here in allowed else 0
+        lock_dir = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        for cpu in allowed[start:] + allowed[:start]:
+            fd = os.open(os.path.join(lock_dir, f"hcsim-cpu{cpu}-uid{os.getuid()}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            os.sched_setaffinity(0, {cpu})
+            _CPU_CLAIM.append(fd)
+            return
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+
+
+def load_platform(path: str, *, one_actor: bool = False, config: tuple[str, ...] = ()) -> Any:
+    """A new Engine with ``path`` loaded; SimGrid's parse errors become one-line HcsimErrors.
+
+    ``one_actor``: the simulation will run exactly one Python actor, which may then use
+    SimGrid's fast ``raw`` contexts (see the module docstring). ``config``: ``--cfg``
+    items (``"network/model:raw"``); they take precedence over the file's ``<config>``.
+    Keep the returned engine referenced while its hosts and links are used.
+    """
+    fast = one_actor and os.environ.get("HCSIM_CONTEXTS", "raw") != "thread"
+    engine = new_engine(*(["contexts/factory:raw"] if fast else []), *config)
+    try:
+        engine.load_platform(path)
+    except Exception as exc:  # noqa: BLE001 - SimGrid raises several types
+        raise HcsimError(f"SimGrid could not load '{path}': {str(exc).splitlines()[0]}") from None
+    return engine
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _libc_prctl() -> Any:
+    """libc's ``prctl``, looked up now: a child forked from a threaded process must not call dlsym."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+_FORK_LOCK = threading.Lock()  # no fork while another thread holds both ends of a fresh pipe
+_PARENT_ENDS: set[Any] = set()  # receiving ends this process holds for its live children
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send ``sig`` to this process when its parent dies (Linux; elsewhere nothing).
+
+    ``parent`` is the parent's pid read before the fork: if it already died before the
+    request took effect (then the process has a new parent), exit now.
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(parent: int, conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    global _IGNORE_INTERRUPTS
+    _IGNORE_INTERRUPTS = True  # Ctrl-C is the parent's to handle: it kills this process
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's Python handler: just end
+    die_with_parent(parent)
+    for end in _PARENT_ENDS:  # the parent's ends of this and any sibling's pipe: a dead reader means EPIPE
+        end.close()
+    _PARENT_ENDS.clear()
+    pin_to_free_cpu()
+    # Everything inherited from the parent (a workload graph can be 100k dicts) is
+    # permanent for the child: the cyclic GC stops rescanning it at every full collection
+    # (Execution set-up at 1024 XPUs: 0.69 -> 0.45 s).
+    gc.freeze()
+    try:
+        try:
+            answer: tuple[str, Any] = ("ok", fn(*args, **kwargs))
+        except HcsimError as exc:
+            answer = ("hcsim", str(exc))
+        except BaseException as exc:  # noqa: BLE001 - everything crosses back as text
+            answer = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        try:
+            conn.send(answer)
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+            conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    except OSError:  # the parent is gone (EPIPE: this process holds no reading end): nobody to answer
+        pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _receive(conn: Any) -> tuple[str, Any]:
+    """The child's answer, unpickled with the cyclic GC paused.
+
+    A run's result is tens of thousands of small acyclic objects (its trace, its per-XPU
+    intervals), and this process may hold a large heap (the workload graph it forked with:
+    40k vertices at 1024 XPUs), which every full collection triggered by those allocations
+    rescans: 0.10 s to unpickle a 1024-XPU LLaMA2-13B result, 0.03 s with the GC paused. It is
+    paused only while the bytes already received are unpickled, never while the child runs.
+    """
+    data = conn.recv_bytes()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ForkingPickler.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def run_isolated(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``fn(*args, **kwargs)`` in a forked process (its own SimGrid engine); return its result.
+
+    If this process is interrupted (Ctrl-C) or fails while waiting, the child is killed
+    and reaped before the exception goes on: no simulation is left behind.
+    """
+    ctx = multiprocessing.get_context("fork")
+    with _FORK_LOCK:
+        recv, send = ctx.Pipe(duplex=False)
+        _PARENT_ENDS.add(recv)
+        proc = ctx.Process(target=_child, args=(os.getpid(), send, fn, args, kwargs))
+        try:
+            proc.start()
+        finally:
+            send.close()
+    answered = False
+    try:
+        status, payload = _receive(recv)
+        answered = True
+    except EOFError:
+        proc.join()
+        raise HcsimError(
+            f"the SimGrid process stopped without an answer (exit code {proc.exitcode}; see its message above)"
+        ) from None
+    finally:
+        with _FORK_LOCK:
+            _PARENT_ENDS.discard(recv)
+            recv.close()
+        if not answered and proc.exitcode is None:  # interrupted: stop the simulation, then go on
+            proc.kill()
+            proc.join()
+    proc.join()
+    if status == "ok":
+        return payload
+    if status == "hcsim":
+        raise HcsimError(payload)
+    raise RuntimeError(payload)
