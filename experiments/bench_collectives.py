@@ -104,7 +104,7 @@ def main() -> None:
 
 def _memoized(path: str, ranks: list[str], name: str, nbytes: int) -> dict:
     """One memoized allreduce (``memoize=True``, no fold): simulated time, activities and memoized flows."""
-    from hcsim.engine import simulate
+    from hcsim.fast import simulate
     from hcsim.workload import Workload
 
     w = Workload(name=f"allreduce-{name}", ranks=list(ranks))

@@ -102,14 +102,15 @@ def tasks(platform: str, kind: str, algorithm: str, ranks: list[str], nbytes: fl
 def _llama_tasks(platform: str, xpus: list[str], record: bool) -> dict[str, Any]:
     """One LLaMA2-13B DP iteration as a Task graph, built from the engine's own plans (Execution)."""
     from hcsim.engine.driver import Driver
-    from hcsim.engine.execution import Execution
+    from hcsim.engine.execution import EngineOptions, Execution
     from hcsim.engine.memory import fill_local_first
 
     sg = import_simgrid()
     engine = load_platform(platform, one_actor=True)
     all_hosts = {h.name: h for h in engine.all_hosts}
     t0 = time.perf_counter()
-    x = Execution(sg, llama2_13b(xpus), all_hosts, 1, True, fill_local_first, Driver(sg), record_trace=False)
+    options = EngineOptions(record_flows=False, record_trace=False)
+    x = Execution(sg, llama2_13b(xpus), all_hosts, 1, True, fill_local_first, Driver(sg), options=options)
     first: list[list[Any]] = []  # per vertex: the tasks that start it
     last: list[list[Any]] = []  # per vertex: the tasks whose ends end it
     every: list[Any] = []

@@ -16,7 +16,7 @@ Two facts shape this module.
   made simulations 2.6-3.3x slower (16k vs 53k activities/s on the same ring
   allreduce). So each simulation child pins itself to a CPU that no other simulation
   on the machine holds (:func:`pin_to_free_cpu`), and parallel sweeps still use every
-  core. Set ``HCSIM_PIN_CPU=0`` to turn this off.
+  core. Set ``HCSIM_PIN_CPU=0`` to turn this off (read once, by :func:`settings`).
 * Even pinned, a thread hand-off costs: a flow started and waited for is two of them.
   A simulation driven by *one* Python actor (the engine's controller, the cluster
   scheduler) can run that actor on SimGrid's ``raw`` contexts instead (stack switching
@@ -27,9 +27,10 @@ Two facts shape this module.
   are all popped when it ends, and only C++ runs while it is switched out (SimGrid's
   maestro), so Python's frame stack stays last-in first-out, as in a plain call. Pass
   ``one_actor=True`` to :func:`load_platform` for that; ``HCSIM_CONTEXTS=thread``
-  turns it off. The simulated results are the same either way (the context factory
-  only decides how actors are scheduled on the host machine; tests/engine/test_determinism.py
-  checks every command's files byte for byte under both).
+  turns it off (per run: the engine's ``EngineOptions.raw_contexts``). The simulated
+  results are the same either way (the context factory only decides how actors are
+  scheduled on the host machine; tests/engine/test_determinism.py checks every
+  command's files byte for byte under both).
 * A simulation child never outlives its parent: it holds only its own end of the
   result pipe (so a write to a dead parent fails instead of blocking forever), asks
   the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, Linux), and
@@ -53,16 +54,44 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
 from multiprocessing.reduction import ForkingPickler
 from types import ModuleType
 from typing import Any, TypeVar
 
 from hcsim.errors import HcsimError
 
-__all__ = ["die_with_parent", "import_simgrid", "libsimgrid_path", "load_platform", "run_isolated", "new_engine"]
+__all__ = [
+    "Settings",
+    "die_with_parent",
+    "import_simgrid",
+    "libsimgrid_path",
+    "load_platform",
+    "new_engine",
+    "run_isolated",
+    "settings",
+]
 
 T = TypeVar("T")
 _LOADED: list[str] = []
+
+
+@dataclass(frozen=True)
+class Settings:
+    """hcsim's environment variables: defaults of the run options, never read on a hot path."""
+
+    contexts: str  # HCSIM_CONTEXTS: "raw" (default) or "thread" for a single-actor simulation
+    pin_cpu: bool  # HCSIM_PIN_CPU: "0" turns CPU pinning off
+    max_flows_at_once: str | None  # HCSIM_MAX_FLOWS_AT_ONCE, as written (the engine validates it)
+
+
+@cache
+def settings() -> Settings:
+    """The environment variables hcsim reads, read once per process: the only place that reads them."""
+    env = os.environ
+    return Settings(env.get("HCSIM_CONTEXTS", "raw"), env.get("HCSIM_PIN_CPU", "1") != "0",
+                    env.get("HCSIM_MAX_FLOWS_AT_ONCE"))  # fmt: skip
 
 
 def libsimgrid_path() -> str:
@@ -125,7 +154,7 @@ def pin_to_free_cpu() -> None:
     the first free CPU, starting from the one it runs on. If every CPU is taken it stays
     unpinned.
     """
-    if _CPU_CLAIM or os.environ.get("HCSIM_PIN_CPU", "1") == "0":
+    if _CPU_CLAIM or not settings().pin_cpu:
         return
     try:
         allowed = sorted(os.sched_getaffinity(0))
@@ -157,7 +186,7 @@ def load_platform(path: str, *, one_actor: bool = False, config: tuple[str, ...]
     items (``"network/model:raw"``); they take precedence over the file's ``<config>``.
     Keep the returned engine referenced while its hosts and links are used.
     """
-    fast = one_actor and os.environ.get("HCSIM_CONTEXTS", "raw") != "thread"
+    fast = one_actor and settings().contexts != "thread"
     engine = new_engine(*(["contexts/factory:raw"] if fast else []), *config)
     try:
         engine.load_platform(path)

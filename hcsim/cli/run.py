@@ -51,8 +51,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import warnings
 
     from hcsim.cli.platform import build_topology
-    from hcsim.engine import report, simulate
-    from hcsim.fast import simulate_system
+    from hcsim.engine import report
+    from hcsim.fast import simulate, simulate_system
     from hcsim.fast.system import FoldRefused
     from hcsim.files import check_output_path
     from hcsim.workload.catalog import DATA_PARALLEL, workload_by_name

@@ -196,23 +196,10 @@ class Driver:
         wait_any, wait_for, empty = s.wait_any, s.wait_any_for, s.empty
         lanes, horizon, cancelled = self.lanes, self.horizon, self._cancelled
         handed_back, heappop = self._handed_back, heapq.heappop
-        single = len(lanes) == 1 and next_wake is None and after_wake is None
-        if single and horizon is relative_horizon:
-            self._run_one_lane(complete, timer)
+        if len(lanes) == 1 and next_wake is None and after_wake is None and horizon is relative_horizon:
+            self._run_one_lane(complete, timer)  # the engine's case, written for speed
             return
-        lane0, owner_pop, flows = lanes[0], self.owner.pop, self._flows
         while True:
-            if single and not lane0:  # the engine's hot path: only activities in flight (_handed_back inlined)
-                if empty():
-                    break
-                act = wait_any()
-                key = owner_pop(act)
-                if flows and act in flows:
-                    flows.discard(act)
-                    for o in self.observers:
-                        o.flow_ended(act, key, Engine.clock)
-                complete(act, key, Engine.clock)
-                continue
             at = self.next_due()
             if next_wake is not None:
                 at = min(at, next_wake())

@@ -12,12 +12,12 @@ all other traffic for as long as SimGrid says.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from hcsim.collectives import FlowPlan, TopologyView, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 from hcsim.errors import HcsimError
+from hcsim.simgrid_runtime import settings
 
 __all__ = ["ExactFlows", "max_flows_at_once"]
 
@@ -34,11 +34,17 @@ with one line instead of running for hours. ``HCSIM_MAX_FLOWS_AT_ONCE`` changes 
 """
 
 
-def max_flows_at_once() -> int:
-    """The limit in force: ``HCSIM_MAX_FLOWS_AT_ONCE`` if set (a positive integer), else :data:`MAX_FLOWS_AT_ONCE`."""
-    raw = os.environ.get("HCSIM_MAX_FLOWS_AT_ONCE")
+def max_flows_at_once(raw: str | None = None) -> int:
+    """The default limit: ``HCSIM_MAX_FLOWS_AT_ONCE`` if set (a positive integer), else :data:`MAX_FLOWS_AT_ONCE`.
+
+    ``raw``: that variable's text (default: as :func:`hcsim.simgrid_runtime.settings` read
+    it). A run reads its limit from its options (``EngineOptions.max_flows_at_once``),
+    whose default this is.
+    """
     if raw is None:
-        return MAX_FLOWS_AT_ONCE
+        raw = settings().max_flows_at_once
+        if raw is None:
+            return MAX_FLOWS_AT_ONCE
     try:
         value = int(raw)
     except ValueError:
@@ -64,8 +70,8 @@ class ExactFlows:
         return fp
 
     def check_wave(self, data: dict[str, Any], fp: FlowPlan) -> None:
-        """Refuse a plan that starts more flows at once than :func:`max_flows_at_once`."""
-        limit = max_flows_at_once()
+        """Refuse a plan that starts more flows at once than the run's ``max_flows_at_once``."""
+        limit = self.execution.options.max_flows_at_once
         wave = fp.waits.count(0)
         if wave > limit:
             raise HcsimError(

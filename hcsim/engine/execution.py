@@ -24,13 +24,15 @@ round by round (:mod:`.rounds`): fast paths.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from hcsim.collectives import FlowPlan, TopologyView
 from hcsim.engine.driver import Driver
-from hcsim.engine.exact import ExactFlows
+from hcsim.engine.exact import ExactFlows, max_flows_at_once
 from hcsim.engine.memory import Placement, XpuInfo
 from hcsim.engine.records import (
     COMM,
@@ -44,12 +46,62 @@ from hcsim.engine.records import (
     TraceRecord,
     VertexRun,
 )
-from hcsim.engine.strategy import CommStrategy
+from hcsim.engine.strategy import CommStrategy, Wing
 from hcsim.engine.tasks import TaskFlows
 from hcsim.errors import HcsimError
+from hcsim.simgrid_runtime import settings
 from hcsim.workload.graph import Workload
 
-__all__ = ["Execution", "RunResult", "xpu_info"]
+__all__ = ["EngineOptions", "Execution", "RunResult", "xpu_info"]
+
+
+def _raw_contexts() -> bool:
+    return settings().contexts != "thread"
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How the engine runs a workload (none of these changes a simulated date).
+
+    ``record_flows``: keep every flow (source, destination, bytes, start, end) for link
+    statistics; ``record_trace``: keep a trace record and busy intervals per vertex
+    execution; ``timed_execs``: hand execs to the driver's exec-end heap
+    (:meth:`~hcsim.engine.driver.Driver.add_exec`) instead of its ``ActivitySet`` (a
+    driver that cancels activities, the cluster's, turns it off); ``tasks``: wide
+    communication vertices on SimGrid's Task plugin (:mod:`.tasks`: ``None`` within the
+    flows-at-once limit, ``True`` past it, ``False`` never); ``progress``: a bar of
+    iterations done (``None``: when stderr is a terminal); ``max_flows_at_once``: the
+    most flows one vertex may start at once (default ``HCSIM_MAX_FLOWS_AT_ONCE`` or
+    :data:`~hcsim.engine.exact.MAX_FLOWS_AT_ONCE`); ``raw_contexts``: the controller on
+    SimGrid's raw contexts (default: unless ``HCSIM_CONTEXTS=thread``).
+    """
+
+    record_flows: bool = True
+    record_trace: bool = True
+    timed_execs: bool = True
+    tasks: bool | None = None
+    progress: bool | None = None
+    max_flows_at_once: int = field(default_factory=max_flows_at_once)
+    raw_contexts: bool = field(default_factory=_raw_contexts)
+
+    @classmethod
+    def of(cls, options: EngineOptions | None = None, **switches: Any) -> Any:
+        """``options`` (default: all defaults) with the keyword ``switches`` set: where keywords become options."""
+        if options is None:
+            base = cls()
+        elif isinstance(options, cls):
+            base = options
+        else:  # options of a base class: the same values, this class's defaults for the rest
+            base = cls(**{f.name: getattr(options, f.name) for f in dataclasses.fields(options)})
+        if not switches:
+            return base
+        known = {f.name for f in dataclasses.fields(base)}
+        unknown = sorted(set(switches) - known)
+        if unknown:
+            hint = " (the fast paths take hcsim.fast.RunOptions: hcsim.fast.simulate)" if cls is EngineOptions else ""
+            valid = ", ".join(sorted(known))
+            raise TypeError(f"{unknown[0]!r} is not an option of {cls.__name__} (valid: {valid}){hint}")
+        return dataclasses.replace(base, **switches)
 
 
 def xpu_info(host: Any) -> XpuInfo:
@@ -74,19 +126,11 @@ def xpu_info(host: Any) -> XpuInfo:
 class Execution:
     """The state of one workload run; its driver starts nothing but hands activities back.
 
-    ``on_iteration(k, now)`` is called when every vertex has finished iteration k.
-    ``timed_execs`` gives execs to the driver with :meth:`Driver.add_exec` (looked at
-    when they would end alone on their XPU) instead of keeping them in its
-    ``ActivitySet``; a driver that must cancel activities (the cluster's preemption)
-    turns it off. ``memoize`` runs ring collectives with
-    :class:`~hcsim.fast.memoize.MemoizedRings` (a fast path: see its contract);
-    ``raw_network`` says the platform runs SimGrid's raw model without cross-traffic
-    (what hcsim's compiler writes), which memoize's twins and background skips rest on.
-    ``repeat`` stops launching once an iteration repeats the one before
-    (:class:`~hcsim.fast.repeat.IterationRepeat`); the driver's owner must then call
-    :meth:`extrapolate` after the run. Only for an execution alone on its driver.
-    ``tasks`` runs communication vertices that start many flows at once on SimGrid's
-    Task plugin (:class:`~hcsim.engine.tasks.TaskFlows`; bit-identical, faster for them).
+    ``options``: how it runs (:class:`EngineOptions`). ``wing``: strategies and
+    observers a caller adds (:class:`~hcsim.engine.strategy.Wing`; the fast paths);
+    ``observers``: the caller's own (:class:`~hcsim.engine.strategy.RunObserver`: told
+    of each vertex execution's end, each iteration's end, and, when the driver's owner
+    calls :meth:`run_done` after the loop, of the run's end).
     """
 
     def __init__(
@@ -99,20 +143,15 @@ class Execution:
         placement: Placement,
         driver: Driver,
         *,
-        record_flows: bool = False,
-        record_trace: bool = True,
-        on_iteration: Callable[[int, float], None] | None = None,
-        memoize: bool = False,
-        timed_execs: bool = True,
-        repeat: bool = False,
-        tasks: bool | None = None,
-        raw_network: bool = False,
+        options: EngineOptions,
+        wing: Wing | None = None,
+        observers: Sequence[Any] = (),
     ) -> None:
-        self.sg, self.driver, self.iterations = sg, driver, iterations
-        self.raw_network = raw_network  # SimGrid's raw model without cross-traffic (memoize's twins rest on it)
+        self.sg, self.driver, self.iterations, self.options = sg, driver, iterations, options
         self._sendto, self._add_flow = sg.Comm.sendto_async, driver.add_flow
-        self.record_flows, self.record_trace, self.on_iteration = record_flows, record_trace, on_iteration
-        self.timed_execs = timed_execs
+        self.record_flows, self.record_trace = options.record_flows, options.record_trace  # read on the hot path
+        self.timed_execs = options.timed_execs
+        tasks = options.tasks
         names = list(workload._node)  # NetworkX's node dict (as _succ below): its NodeView costs 2 us a lookup
         index = {n: i for i, n in enumerate(names)}
         data = list(workload._node.values())
@@ -129,13 +168,8 @@ class Execution:
         strategies: list[CommStrategy] = [exact]
         if tasks is not False:  # None (default): wide vertices on tasks, within the flows-at-once limit
             strategies = [TaskFlows(self, exact, limited=tasks is None)]
-        if memoize:
-            from hcsim.fast.memoize import MemoizedRings
-            from hcsim.fast.rounds import MemoizedRounds
-
-            rings, rounds = MemoizedRings(self, exact), MemoizedRounds(self, exact)
-            rounds.rings = rings
-            strategies[:0] = [rings, rounds]
+        if wing is not None:
+            strategies[:0] = wing.strategies(self, exact)
         placed = self._place(all_hosts, placement, coherent)
         self.compute_plan: list[ComputePlan | None] = [None] * len(names)
         self.flow_plans: list[FlowPlan | None] = [None] * len(names)
@@ -173,12 +207,15 @@ class Execution:
         self.result = RunResult(
             iterations, coherent, 0.0, [0.0] * iterations, [], graph=dict(workload.graph), placement=placed
         )
-        self.limit = iterations  # no execution k >= limit starts (lowered once iterations repeat)
-        self.repeat = None
-        if repeat:
-            from hcsim.fast.repeat import IterationRepeat
-
-            self.repeat = IterationRepeat(self)
+        self.limit = iterations  # no execution k >= limit starts (lowered by an observer: iterations repeat)
+        everyone = [*(wing.observers(self) if wing is not None else ()), *observers]
+        self._vertex_done: tuple[Callable[[int, int, float, float], None], ...] = tuple(
+            o.vertex_done for o in everyone if hasattr(o, "vertex_done")
+        )
+        self._iteration_done: tuple[Callable[[int, float], Any], ...] = tuple(
+            o.iteration_done for o in everyone if hasattr(o, "iteration_done")
+        )
+        self._run_done: tuple[Callable[[], None], ...] = tuple(o.run_done for o in everyone if hasattr(o, "run_done"))
 
     def _place(self, all_hosts: dict[str, Any], placement: Placement, coherent: bool) -> dict[str, str | None]:
         """Where each compute vertex's data lives (None: local), by the placement policy."""
@@ -216,11 +253,10 @@ class Execution:
         """Every vertex ran all its iterations."""
         return self.iterations_done == self.iterations
 
-    def extrapolate(self) -> None:
-        """After the run: fill the iterations that repeat (``repeat=True``) into the result."""
-        if self.repeat is not None:
-            self.repeat.extrapolate()
-            self.result.repeat = self.result.repeat or self.repeat.note
+    def run_done(self) -> None:
+        """After the driver's loop: tell the observers (iteration repeat fills the iterations it extrapolates)."""
+        for done in self._run_done:
+            done()
 
     def missing(self) -> list[int]:
         """Vertices that have not run all iterations (a deadlock if nothing is live)."""
@@ -317,15 +353,13 @@ class Execution:
             self._record(run, now)
         if now > result.iteration_end[run.k]:
             result.iteration_end[run.k] = now
-        repeat = self.repeat
-        if repeat is not None:
-            repeat.vertex_done(v, run.k, run.start, now)
+        for done in self._vertex_done:
+            done(v, run.k, run.start, now)
         if self.per_iteration[run.k] == len(self.names):
             self.iterations_done += 1
-            if repeat is not None and repeat.iteration_done(run.k, now):
-                self.limit = run.k + 1  # nothing of the next iterations starts: they are extrapolated
-            if self.on_iteration is not None:
-                self.on_iteration(run.k, now)
+            for done in self._iteration_done:
+                if done(run.k, now):
+                    self.limit = run.k + 1  # nothing of the next iterations starts (e.g. they are extrapolated)
         for w in self.succs[v]:
             if self.ready(w):
                 self.launch(w, now)

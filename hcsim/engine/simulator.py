@@ -30,20 +30,34 @@ the compiler), so any SimGrid platform with those properties can be used.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import sys
 import time
+from typing import Any
 
 from hcsim.engine.driver import Driver
-from hcsim.engine.execution import Execution, RunResult
+from hcsim.engine.execution import EngineOptions, Execution, RunResult
 from hcsim.engine.memory import Placement, fill_local_first
+from hcsim.engine.strategy import Wing
 from hcsim.errors import HcsimError
 from hcsim.progress import progress_bar
 from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 from hcsim.workload.graph import Workload
 
-__all__ = ["RunResult", "simulate"]
+__all__ = ["EngineOptions", "RunResult", "simulate"]
+
+
+class _Progress:
+    """The progress bar's observer: one tick per iteration done."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    def iteration_done(self, k: int, now: float) -> None:
+        self.bar.update(1)
+        self.bar.set_postfix(simulated=f"{now:.4g} s")
 
 
 def _run(
@@ -52,16 +66,13 @@ def _run(
     iterations: int,
     coherent: bool,
     placement: Placement,
-    record_flows: bool,
-    progress: bool,
-    memoize: bool = False,
-    xpus: list[str] | None = None,
-    config: tuple[str, ...] = (),
-    repeat: bool = False,
-    tasks: bool | None = None,
+    options: EngineOptions,
+    xpus: list[str] | None,
+    config: tuple[str, ...],
+    wing: Wing | None,
 ) -> RunResult:
     sg = import_simgrid()
-    engine = load_platform(platform, one_actor=True, config=config)
+    engine = load_platform(platform, one_actor=options.raw_contexts, config=config)
     all_hosts = {h.name: h for h in engine.all_hosts}
     if xpus is not None:  # chosen by the caller (hcsim.platform.simgrid_files.choose_xpus)
         xpus = set(xpus)
@@ -71,16 +82,8 @@ def _run(
             xpus = set(all_hosts)
     workload.check_placement(xpus, set(all_hosts))  # the rest was validated by simulate() before forking
 
-    from hcsim.platform.simgrid_files import read_declared, runs_raw
-
-    raw_network = runs_raw(read_declared(platform), config)
     driver = Driver(sg)
-    bar = progress_bar(iterations, "simulating", "iteration", show=True, leave=False) if progress else None
-
-    def on_iteration(k: int, now: float) -> None:
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(simulated=f"{now:.4g} s")
+    bar = progress_bar(iterations, "simulating", "iteration", show=True, leave=False) if options.progress else None
 
     gc.disable()  # setting up creates 100k+ objects and no cycle: no collection to run meanwhile
     try:
@@ -92,12 +95,9 @@ def _run(
             coherent,
             placement,
             driver,
-            record_flows=record_flows,
-            on_iteration=on_iteration,
-            memoize=memoize,
-            repeat=repeat,
-            tasks=tasks,
-            raw_network=raw_network,
+            options=options,
+            wing=wing,
+            observers=[_Progress(bar)] if bar is not None else (),
         )
         # The run's plans (flow plans, compute plans, routes: 100k objects at 1024 XPUs) live as
         # long as the run: the cyclic GC need not rescan them at every full collection of the loop.
@@ -117,7 +117,7 @@ def _run(
     t0 = time.perf_counter()
     engine.run()
     result.wall_seconds = time.perf_counter() - t0
-    run.extrapolate()
+    run.run_done()
     if bar is not None:
         bar.update(result.memoized_iterations)
         bar.close()
@@ -126,7 +126,7 @@ def _run(
     if missing:
         raise HcsimError(_deadlock_message(run.names, run.preds, run.started, run.completed, missing, iterations))
     result.makespan = max(result.iteration_end) if iterations else 0.0
-    if record_flows:
+    if options.record_flows:
         pairs = sorted({(s, d) for s, d, *_ in result.flows})
         for s, d in pairs:
             links, _ = all_hosts[s].route_to(all_hosts[d])
@@ -185,32 +185,25 @@ def simulate(
     *,
     coherent: bool = True,
     placement: Placement = fill_local_first,
-    record_flows: bool = True,
-    progress: bool | None = None,
-    memoize: bool = False,
     xpus: list[str] | None = None,
     config: tuple[str, ...] = (),
-    repeat: bool = False,
-    tasks: bool | None = None,
+    options: EngineOptions | None = None,
+    wing: Wing | None = None,
+    **switches: Any,
 ) -> RunResult:
-    """Run ``iterations`` of ``workload`` on a compiled platform; return the raw result.
+    """Run ``iterations`` of ``workload`` on a compiled platform, exactly; return the raw result.
 
     ``coherent`` chooses the memory semantics of remote data (paper Fig. 3 b/c);
-    ``record_flows`` keeps every flow for link statistics (off for the fastest runs);
-    ``progress`` shows a bar of iterations done (default: when stderr is a terminal);
-    ``memoize`` runs ring collectives step by step and skips the steps that repeat on an
-    unchanged network (see :mod:`hcsim.fast.memoize`; flows of skipped steps are
-    counted in ``memoized_flows``, not recorded one by one); ``xpus`` names the hosts
-    that may compute (default: those with ``kind=xpu``, or every host if none has it);
-    ``config`` adds SimGrid ``--cfg`` items such as ``"network/model:raw"`` (see
-    :mod:`hcsim.platform.simgrid_files`); ``repeat`` extrapolates the iterations after one that
-    repeats the one before (see :mod:`hcsim.fast.repeat`; they are counted in
-    ``memoized_iterations`` and ``memoized_activities``, and ``result.repeat`` says what
-    was done or why not). To start from a topology (and fold it), use
-    :func:`hcsim.engine.simulate_system`. ``tasks`` runs communication vertices that
-    start many flows at once on SimGrid's Task plugin (:mod:`hcsim.engine.tasks`: the
-    same results, bit for bit, faster for such vertices; ignored under ``memoize``):
-    ``None`` (default) within the flows-at-once limit, ``True`` past it, ``False`` never.
+    ``placement`` where each operator's data lives (:mod:`hcsim.engine.memory`); ``xpus``
+    names the hosts that may compute (default: those with ``kind=xpu``, or every host if
+    none has it); ``config`` adds SimGrid ``--cfg`` items such as ``"network/model:raw"``
+    (see :mod:`hcsim.platform.simgrid_files`). ``options`` says how it runs
+    (:class:`EngineOptions`: ``record_flows`` keeps every flow for link statistics, off
+    for the fastest runs; ``progress`` shows a bar of iterations done; ``tasks``, ...);
+    keyword ``switches`` set single options (``record_flows=False``). ``wing`` adds
+    strategies and observers (:class:`~hcsim.engine.strategy.Wing`): the fast paths go
+    through :func:`hcsim.fast.simulate` and :func:`hcsim.fast.simulate_system`, which
+    build it.
 
     A ring allreduce of S bytes over N XPUs on a ring of latency L and bandwidth B takes
     2(N-1)(L + S/(N B)), and SimGrid says so::
@@ -227,34 +220,15 @@ def simulate(
         >>> abs(t - closed) / closed < 1e-9
         True
     """
+    options = EngineOptions.of(options, **switches)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise HcsimError(f"iterations {iterations!r} is invalid (valid: an integer >= 1)")
     path = os.fspath(platform)
     if not os.path.isfile(path):
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
-    if repeat:
-        from hcsim.fast.repeat import platform_is_stationary
-
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if not platform_is_stationary(f.read()):
-                raise HcsimError(
-                    f"platform '{path}' has time-varying profiles, so iterations cannot be extrapolated "
-                    "(valid: repeat=False / no --repeat, or a platform without speed/bandwidth/latency/state files)"
-                )
-    show = sys.stderr.isatty() if progress is None else progress
-    return run_isolated(
-        _run,
-        path,
-        workload,
-        iterations,
-        coherent,
-        placement,
-        record_flows,
-        show,
-        memoize,
-        xpus,
-        tuple(config),
-        repeat,
-        tasks,
-    )
+    if wing is not None:
+        wing.prepare(path, tuple(config))
+    if options.progress is None:
+        options = dataclasses.replace(options, progress=sys.stderr.isatty())
+    return run_isolated(_run, path, workload, iterations, coherent, placement, options, xpus, tuple(config), wing)

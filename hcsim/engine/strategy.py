@@ -29,12 +29,13 @@ flow of the simulation's controller; nothing is left to callers to report.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from hcsim.collectives import FlowPlan, TopologyView
 from hcsim.engine.records import ActivityKey
 
-__all__ = ["CommStrategy"]
+__all__ = ["CommStrategy", "RunObserver", "Wing"]
 
 
 class CommStrategy(Protocol):
@@ -59,3 +60,32 @@ class CommStrategy(Protocol):
     def timer(self, key: tuple, now: float) -> None:
         """A driver timer this strategy set is due."""
         ...
+
+
+class RunObserver(Protocol):
+    """Told of an execution's progress; each method is optional (an observer defines those it needs).
+
+    ``vertex_done(v, k, start, now)``: vertex ``v`` finished its execution ``k``;
+    ``iteration_done(k, now)``: every vertex finished iteration ``k`` (a true answer stops
+    launching executions of later iterations); ``run_done()``: the driver's loop is over
+    (called by the driver's owner through :meth:`Execution.run_done`).
+    """
+
+    def iteration_done(self, k: int, now: float) -> bool | None: ...
+
+
+class Wing(Protocol):
+    """What a caller adds to an execution: strategies tried before the exact one, and observers.
+
+    ``prepare(platform, config)`` is called once before the run, in the caller's process
+    (the platform file's path and the ``--cfg`` items); ``strategies(execution, exact)``
+    while the execution is set up, before any plan is made (the first strategy whose
+    ``handles`` accepts a communication vertex runs it); ``observers(execution)`` once the
+    execution is set up, before its run starts (they are told before the caller's).
+    """
+
+    def prepare(self, platform: str, config: tuple[str, ...]) -> None: ...
+
+    def strategies(self, execution: Any, exact: Any) -> Sequence[CommStrategy]: ...
+
+    def observers(self, execution: Any) -> Sequence[Any]: ...

@@ -272,18 +272,13 @@ class RingGroup:
 class MemoizedRings:
     """Runs ring collectives step by step, skipping what repeats (see the module docstring).
 
-    ``background`` (a class-wide switch, on by default) allows skipping steps while memory
-    flows share the ring's links (see "Background flows" in the module docstring).
+    ``raw``: the platform runs SimGrid's raw model without cross-traffic; ``twins``,
+    ``late_twins``, ``background``: the features of that name (``RunOptions``).
     """
 
-    background = True
-
-    late_twins = True
-    """Twin classes whose links other flows may cross form once that traffic is over for good
-    (:meth:`_form_twins`). False: only classes that no other flow of the execution can ever
-    cross, when their group starts (the rule before; for comparisons)."""
-
-    def __init__(self, execution: Any, exact: Any) -> None:
+    def __init__(self, execution: Any, exact: Any, *, raw: bool = False, twins: bool = True, late_twins: bool = True,
+                 background: bool = True) -> None:  # fmt: skip
+        self.twins_on, self.late_twins, self.background = twins, late_twins, background
         self.execution = execution
         self.exact = exact  # for rings of a single rank (no step)
         self.rings: list[RingRun] = []  # in progress
@@ -309,7 +304,7 @@ class MemoizedRings:
         self.memory_flows: dict[Any, tuple] = {}
         # twins and background skips rest on SimGrid's raw model without cross-traffic (a latency phase of exactly
         # the route's latency; a flow loads the links of its route and no other): off on any other model
-        self.raw = bool(getattr(execution, "raw_network", False))
+        self.raw = raw
         self.frozen_ring: RingRun | None = None
         self._component: tuple[RingRun | None, int, list[Any], float] = (None, -1, [], 0.0)
         execution.driver.observe(self)
@@ -426,7 +421,7 @@ class MemoizedRings:
         at all if the execution has too many other flows to tell which links they cross.
         """
         rep = list(range(len(routes)))
-        if not self.raw or self._foreign_pairs() is None:
+        if not self.twins_on or not self.raw or self._foreign_pairs() is None:
             return rep
         first: dict[tuple, int] = {}
         for f, (_, _, signature) in enumerate(routes):

@@ -166,6 +166,12 @@ class IterationRepeat:
         self.idle_start, self.boundary, self.marks = idle, now, self._marks()
         return False
 
+    def run_done(self) -> None:
+        """The run is over: fill in the iterations it extrapolates, and say what was done (or why not)."""
+        self.extrapolate()
+        r = self.x.result
+        r.repeat = r.repeat or self.note
+
     def extrapolate(self) -> None:
         """Fill iterations source+1 .. K-1 of the result with shifted copies of the source iteration."""
         if self.source is None or self.template is None:

@@ -80,7 +80,6 @@ from __future__ import annotations
 from typing import Any
 
 from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
-from hcsim.engine.exact import max_flows_at_once
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 from hcsim.errors import HcsimError
 
@@ -228,7 +227,7 @@ class MemoizedRounds:
             self.observing = True
         rounds = plan_rounds(fp)
         widest = max((len(r) for r in rounds), default=0)
-        limit = max_flows_at_once()
+        limit = self.execution.options.max_flows_at_once
         if widest > limit:
             raise HcsimError(
                 f"{data['kind']} '{data['algorithm']}' over {len(data['scope'])} ranks runs {widest} flows in one "

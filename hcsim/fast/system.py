@@ -40,15 +40,18 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from hcsim.engine.execution import RunResult
+from hcsim.engine import simulator
+from hcsim.engine.execution import EngineOptions, RunResult
 from hcsim.engine.memory import Placement, fill_local_first
-from hcsim.engine.simulator import simulate
+from hcsim.errors import HcsimError
 from hcsim.platform.topology import Topology
 from hcsim.workload.graph import Workload
 
-__all__ = ["FoldRefused", "WorkloadFactory", "is_coherent", "simulate_system"]
+__all__ = ["FastPaths", "FoldRefused", "RunOptions", "WorkloadFactory", "is_coherent", "simulate", "simulate_system"]
 
 
 class FoldRefused(UserWarning):
@@ -59,6 +62,113 @@ WorkloadFactory = Callable[..., Workload]
 """Called as ``factory(ranks, group=group)``: builds a workload on ``ranks`` (XPU names, in
 rank order); ``group`` is the full system's XPU count when the ranks are a fold's
 representatives (``None``: the ranks are all of them). ``llama2_13b`` is one."""
+
+
+@dataclass(frozen=True)
+class RunOptions(EngineOptions):
+    """How a run runs: the engine's options (:class:`~hcsim.engine.EngineOptions`) and the fast paths.
+
+    ``fold``: simulate a fold's representatives (:mod:`.symmetry`); ``memoize``: ring
+    collectives step by step (:mod:`.ring_steps`) and every other one round by round
+    (:mod:`.rounds`); ``repeat``: extrapolate the iterations after one that repeats the
+    one before (:mod:`.repeat`). Memoize's features, each on by default: ``twins``
+    (:mod:`.twins`), ``late_twins`` (twin classes that form once other traffic on their
+    links is over), ``background`` (:mod:`.background`). ``RunOptions.of(fast=True)``
+    turns fold, memoize and repeat on.
+    """
+
+    fold: bool = False
+    memoize: bool = False
+    repeat: bool = False
+    twins: bool = True
+    late_twins: bool = True
+    background: bool = True
+
+    @classmethod
+    def of(cls, options: EngineOptions | None = None, fast: bool | None = None, **switches: Any) -> Any:
+        """``options`` with the keyword ``switches`` set; ``fast`` sets fold, memoize and repeat where not given."""
+        for name in ("fold", "memoize", "repeat"):
+            if name in switches and switches[name] is None:
+                del switches[name]
+            if fast is not None and name not in switches:
+                switches[name] = fast
+        return super().of(options, **switches)
+
+
+class FastPaths:
+    """The wing (:class:`~hcsim.engine.strategy.Wing`) of one run: its fast strategies and observers, from its options.
+
+    A subclass may hand a feature's subclass to the run (the tests watch twin classes so).
+    """
+
+    rings_class: Any = None  # MemoizedRings unless a subclass says otherwise
+
+    def __init__(self, options: RunOptions) -> None:
+        self.options = options
+        self.raw_network = False  # SimGrid's raw model without cross-traffic: twins and background skips rest on it
+
+    def prepare(self, platform: str, config: tuple[str, ...]) -> None:
+        if self.options.repeat:
+            from hcsim.fast.repeat import platform_is_stationary
+
+            with open(platform, encoding="utf-8", errors="replace") as f:
+                if not platform_is_stationary(f.read()):
+                    raise HcsimError(
+                        f"platform '{platform}' has time-varying profiles, so iterations cannot be extrapolated "
+                        "(valid: repeat=False / no --repeat, or a platform without speed/bandwidth/latency/state files)"
+                    )
+        if self.options.memoize:
+            from hcsim.platform.simgrid_files import read_declared, runs_raw
+
+            self.raw_network = runs_raw(read_declared(platform), config)
+
+    def strategies(self, execution: Any, exact: Any) -> Sequence[Any]:
+        if not self.options.memoize:
+            return []
+        from hcsim.fast.memoize import MemoizedRings
+        from hcsim.fast.rounds import MemoizedRounds
+
+        o = self.options
+        rings = (self.rings_class or MemoizedRings)(
+            execution, exact, raw=self.raw_network, twins=o.twins, late_twins=o.late_twins, background=o.background
+        )
+        rounds = MemoizedRounds(execution, exact)
+        rounds.rings = rings
+        return [rings, rounds]
+
+    def observers(self, execution: Any) -> Sequence[Any]:
+        if not self.options.repeat:
+            return []
+        from hcsim.fast.repeat import IterationRepeat
+
+        return [IterationRepeat(execution)]
+
+
+def simulate(
+    platform: str | os.PathLike[str],
+    workload: Workload,
+    iterations: int = 1,
+    *,
+    coherent: bool = True,
+    placement: Placement = fill_local_first,
+    xpus: list[str] | None = None,
+    config: tuple[str, ...] = (),
+    options: RunOptions | None = None,
+    paths: type[FastPaths] = FastPaths,
+    **switches: Any,
+) -> RunResult:
+    """:func:`hcsim.engine.simulate` with the fast paths: ``memoize=True``, ``repeat=True`` (:class:`RunOptions`).
+
+    ``paths``: the :class:`FastPaths` class that builds the run's fast strategies and
+    observers from the options (a subclass can hand in a feature's subclass, as the
+    tests do to watch one).
+    """
+    options = RunOptions.of(options, **switches)
+    wing = paths(options) if options.memoize or options.repeat else None
+    return simulator.simulate(
+        platform, workload, iterations, coherent=coherent, placement=placement, xpus=xpus, config=config,
+        options=options, wing=wing,
+    )  # fmt: skip
 
 
 def is_coherent(topology: Topology) -> bool:
@@ -75,35 +185,30 @@ def simulate_system(
     iterations: int = 1,
     *,
     coherent: bool | None = None,
-    fast: bool = False,
-    fold: bool | None = None,
-    memoize: bool | None = None,
-    repeat: bool | None = None,
-    tasks: bool | None = None,
     placement: Placement = fill_local_first,
-    record_flows: bool = True,
-    progress: bool | None = None,
     compile: Callable[[Topology], str] | None = None,
+    options: RunOptions | None = None,
+    fast: bool | None = None,
+    paths: type[FastPaths] = FastPaths,
+    **switches: Any,
 ) -> RunResult:
     """Run ``workload`` built on ``topology``'s XPUs; ``fast=True`` folds, memoizes and repeats.
 
-    ``fold``, ``memoize`` and ``repeat`` (iteration memoization, :mod:`hcsim.fast.repeat`)
-    override ``fast`` one by one; ``tasks`` puts wide communication vertices on SimGrid's
-    Task plugin (:mod:`hcsim.engine.tasks`, bit-identical). ``coherent=None`` means
-    :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
+    ``options`` (:class:`RunOptions`) and the keyword ``switches`` (``fold=``,
+    ``memoize=``, ``repeat=``, ``record_flows=``, ``tasks=``, ...) say how it runs;
+    ``fast`` sets fold, memoize and repeat where those are not given; ``paths`` as for
+    :func:`simulate`. ``coherent=None``
+    means :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
     temporary directory (the tests use it to reuse compiled platforms). ``result.fold``
     is the :class:`~hcsim.fast.folding.Fold` simulated (its ``ranks`` and ``weights``),
     or ``None``. A fold that cannot be proven for this topology (:func:`hcsim.fast.symmetry.fold_system`)
     runs every XPU instead, says why in a :class:`FoldRefused` warning and in ``result.fold_refused``.
     """
-    fold = fast if fold is None else fold
-    memoize = fast if memoize is None else memoize
-    repeat = fast if repeat is None else repeat
+    options = RunOptions.of(options, fast=fast, **switches)
     coherent = is_coherent(topology) if coherent is None else coherent
     ranks, group, folded = topology.xpus(), None, None
     refusal = None
-    if fold:
-        from hcsim.errors import HcsimError
+    if options.fold:
         from hcsim.fast.symmetry import fold_system, fold_units
 
         try:
@@ -117,10 +222,7 @@ def simulate_system(
             refusal = str(e)
             warnings.warn(f"{refusal}; running every XPU", FoldRefused, stacklevel=2)
     work = workload(ranks, group=group)
-    kwargs = dict(
-        coherent=coherent, placement=placement, record_flows=record_flows, progress=progress, memoize=memoize,
-        repeat=repeat, tasks=tasks,
-    )  # fmt: skip
+    kwargs = dict(coherent=coherent, placement=placement, options=options, paths=paths)
     if compile is not None:
         result = simulate(compile(topology), work, iterations, **kwargs)
     else:

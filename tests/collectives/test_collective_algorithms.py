@@ -8,8 +8,8 @@ import pytest
 
 from hcsim.collectives import Schedule, TopologyView, build_plan, build_schedule, check_schedule, plan
 from hcsim.collectives.algorithms.tree import dtree_parents, heap_parent, tree_chunks
-from hcsim.engine import simulate
 from hcsim.errors import HcsimError
+from hcsim.fast import simulate  # the exact engine, or memoize=True
 from hcsim.platform import cxl_system, star
 from hcsim.platform.builders import TABLE5
 from hcsim.platform.routing import Router, path_latency
@@ -501,14 +501,15 @@ def test_a_join_on_a_missing_flow_or_in_a_cycle_is_one_line():
         s.validate()
 
 
-def test_a_vertex_starting_too_many_flows_at_once_is_refused_in_one_line(star_platform, monkeypatch):
+def test_a_vertex_starting_too_many_flows_at_once_is_refused_in_one_line(star_platform):
     """The exact engine's cost grows as flows x flows in flight: past the limit, one line instead of hours."""
+    from hcsim.engine.exact import max_flows_at_once
+
     path, xs = star_platform(16)
-    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", str(16 * 15 - 1))
     with pytest.raises(HcsimError, match=r"allreduce 'direct' over 16 ranks starts 240 flows at once, more than"):
-        run(path, "allreduce", "direct", xs, S, tasks=False)
-    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", str(16 * 15))
-    assert run(path, "allreduce", "direct", xs, S) == pytest.approx(STAR_FORMS["allreduce", "direct"](16), rel=1e-9)
-    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", "many")
+        run(path, "allreduce", "direct", xs, S, tasks=False, max_flows_at_once=16 * 15 - 1)
+    at_most = run(path, "allreduce", "direct", xs, S, max_flows_at_once=16 * 15)
+    assert at_most == pytest.approx(STAR_FORMS["allreduce", "direct"](16), rel=1e-9)
+    assert max_flows_at_once("240") == 240  # the environment variable's text, as the options' default reads it
     with pytest.raises(HcsimError, match="HCSIM_MAX_FLOWS_AT_ONCE='many'"):
-        run(path, "allreduce", "direct", xs, S)
+        max_flows_at_once("many")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcsim.engine import simulate
+from hcsim.engine import EngineOptions, simulate
 from hcsim.engine.tasks import TASK_WAVE
 from hcsim.errors import HcsimError
 from hcsim.workload import Workload
@@ -56,31 +56,21 @@ def test_task_route_is_bit_identical_to_the_controller(paper_system):
     assert task.compute == exact.compute and task.comm == exact.comm
 
 
-def test_task_route_lifts_the_flows_at_once_limit(paper_system, monkeypatch):
+def test_task_route_lifts_the_flows_at_once_limit(paper_system):
     """The limit exists because of wait_any; a vertex on the Task route does not wait that way."""
     topology, path = paper_system("cxl", 32)
     xpus = topology.xpus()
     w = Workload()
     w.add_comm("A2A", 2**20, "alltoall", xpus, algorithm="direct", is_start=True)
     exact = simulate(path, w, 1, tasks=False)
-    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", "600")  # the all-to-all starts 992 flows at once
+    low = EngineOptions(max_flows_at_once=600)  # the all-to-all starts 992 flows at once
     with pytest.raises(HcsimError, match="starts 992 flows at once"):
-        simulate(path, w, 1, tasks=False)
-    assert simulate(path, w, 1, tasks=True).activities == 992
+        simulate(path, w, 1, options=low, tasks=False)
+    assert simulate(path, w, 1, options=low, tasks=True).activities == 992
     with pytest.raises(HcsimError, match="starts 992 flows at once"):
-        simulate(path, w, 1)  # by default the Task route keeps the limit (SimGrid's solver aborts past it)
-    monkeypatch.delenv("HCSIM_MAX_FLOWS_AT_ONCE")
+        simulate(path, w, 1, options=low)  # by default the Task route keeps the limit (SimGrid's solver aborts past it)
     by_default = simulate(path, w, 1)  # 992 >= TASK_WAVE: on tasks by default, the same result bit for bit
     assert (by_default.makespan, sorted(by_default.flows)) == (exact.makespan, sorted(exact.flows))
-
-
-def test_memoize_keeps_every_flow_on_the_driver(paper_system):
-    """Under memoize every flow must pass through Driver.add_flow: tasks change nothing then."""
-    topology, path = paper_system("cxl", 32)
-    xpus = topology.xpus()
-    memo = simulate(path, _wide_workload(xpus), 1, memoize=True, record_flows=False)
-    both = simulate(path, _wide_workload(xpus), 1, memoize=True, tasks=True, record_flows=False)
-    assert both.iteration_end == memo.iteration_end and both.activities == memo.activities
 
 
 def test_the_exact_engine_itself_depends_on_the_start_order_at_one_date(paper_system):

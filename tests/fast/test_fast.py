@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from hcsim.collectives import plan
-from hcsim.engine import simulate
-from hcsim.fast import simulate_system
+from hcsim.fast import simulate, simulate_system
 from hcsim.fast.folding import fold_data_parallel
 from hcsim.platform import cxl_system, noncoherent_system
 from hcsim.workload.builders import allreduce_benchmark
@@ -148,3 +147,19 @@ def test_memoized_mixed_system_at_100us_runs_both_iterations(compiled):
     memo = simulate(path, w, 2, record_flows=False, memoize=True)
     exact = simulate(path, w, 2, record_flows=False)  # the exact engine on the same folded system
     assert memo.iteration_end == pytest.approx(exact.iteration_end, rel=0.01)
+
+
+def test_raw_contexts_change_nothing_but_speed_under_memoize(compiled, tmp_path):
+    """Memoize on SimGrid's raw contexts and on threads: byte-identical traces, the same flows skipped."""
+    from hcsim.engine.report import write_csv
+
+    topo = cxl_system(8)  # LLaMA2-13B does not fit in 8 H100s: CXL memory flows share links with the ring
+    path = compiled(topo)
+    w = llama2_13b(topo.xpus())
+    outputs = []
+    for raw in (True, False):
+        r = simulate(path, w, iterations=1, memoize=True, raw_contexts=raw)
+        write_csv(r, tmp_path / "t.csv")
+        outputs.append(((tmp_path / "t.csv").read_bytes(), r.flows, r.activities, r.memoized_flows))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][3] > 0  # the memoized run did skip flows

@@ -1,6 +1,6 @@
 """Background skipping: ring steps skipped while memory flows share the ring's links.
 
-The reference is memoize without it (``MemoizedRings.background = False``): the same
+The reference is memoize without it (the option ``background=False``): the same
 step-synchronous ring, run step by step in SimGrid beside the memory flows, which is
 what the skip extrapolates. The fast path as a whole is held to the exact engine by
 ``tests/fast/test_fast.py`` (with background skipping on, the default).
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcsim.engine import simulate
-from hcsim.fast import simulate_system
-from hcsim.fast.memoize import MemoizedRings
+from hcsim.fast import simulate, simulate_system
 from hcsim.platform import cxl_system
 from hcsim.workload import Workload
 from hcsim.workload.llama2 import llama2_13b
@@ -48,13 +46,12 @@ def _ring_beside_loads(xs: list[str]) -> Workload:
         ({"cxl_latency": "200us"}, 5e-3),
     ],
 )
-def test_steps_beside_memory_flows_are_skipped_and_agree(compiled, monkeypatch, links, tolerance):
+def test_steps_beside_memory_flows_are_skipped_and_agree(compiled, links, tolerance):
     topo = cxl_system(32, servers_per_rack=2, **links)
     path = compiled(topo)
     w = _ring_beside_loads(topo.xpus())
     on = simulate(path, w, 1, placement=_remote_if_marked, record_flows=False, memoize=True)
-    monkeypatch.setattr(MemoizedRings, "background", False)
-    off = simulate(path, w, 1, placement=_remote_if_marked, record_flows=False, memoize=True)
+    off = simulate(path, w, 1, placement=_remote_if_marked, record_flows=False, memoize=True, background=False)
     assert on.activities * 1.5 < off.activities  # steps beside the loads were skipped
     assert on.activities + on.memoized_flows == off.activities + off.memoized_flows  # every flow counted once
     starts = {row[0]: row[4] for row in on.trace}
@@ -64,17 +61,17 @@ def test_steps_beside_memory_flows_are_skipped_and_agree(compiled, monkeypatch, 
         assert ends["on"][v] == pytest.approx(ends["off"][v], rel=tolerance), (v, ends)
 
 
-def _ends(path, w, monkeypatch, **kw):
+def _ends(path, w, **kw):
     """Each vertex's (start, end) with background skips on, then off, and with the exact engine."""
     runs = {}
     for name, memoize in (("on", True), ("off", True), ("exact", False)):
-        monkeypatch.setattr(MemoizedRings, "background", name == "on")
-        r = simulate(path, w, 1, placement=_remote_if_marked, record_flows=False, memoize=memoize, **kw)
+        r = simulate(path, w, 1, placement=_remote_if_marked, record_flows=False, memoize=memoize,
+                     background=name == "on", **kw)  # fmt: skip
         runs[name] = {row[0]: (row[4], row[5]) for row in r.trace}
     return runs
 
 
-def test_a_ring_starting_during_a_freeze(compiled, monkeypatch):
+def test_a_ring_starting_during_a_freeze(compiled):
     """A second allreduce starts while the first is frozen beside a load: the first thaws before the
     second's flows start (measured against background off: 8.4e-6 on A's end, 2.4e-6 on the load's,
     B identical; 189 activities against 223)."""
@@ -87,7 +84,7 @@ def test_a_ring_starting_during_a_freeze(compiled, monkeypatch):
     w.add_compute("wait", 1.3e12, xs[5], is_start=True)
     w.add_comm("B", 2**28, "allreduce", xs)
     w.add_dependency("wait", "B")
-    runs = _ends(path, w, monkeypatch)
+    runs = _ends(path, w)
     assert runs["on"]["B"][0] < runs["on"]["A"][1]  # B started while A ran
     for v in ("A", "B", "load0"):
         assert runs["on"][v][1] == pytest.approx(runs["off"][v][1], rel=5e-5), (v, runs)
@@ -95,7 +92,7 @@ def test_a_ring_starting_during_a_freeze(compiled, monkeypatch):
 
 
 @pytest.mark.parametrize("load", [True, False])
-def test_a_p2p_on_a_frozen_or_skipping_rings_links_is_not_skipped(compiled, monkeypatch, load):
+def test_a_p2p_on_a_frozen_or_skipping_rings_links_is_not_skipped(compiled, load):
     """A p2p measured alone (p1) repeats (p2) on links of a ring that is frozen beside a load, or
     skipping alone: memoized rounds would skip it (nothing of the ring is in SimGrid) and both
     would run at full speed. It runs in SimGrid instead, and the ring hears of it: without the
@@ -113,20 +110,20 @@ def test_a_p2p_on_a_frozen_or_skipping_rings_links_is_not_skipped(compiled, monk
     w.add_compute("wait", 1e12, xs[2], is_start=True)
     w.add_comm("p2", 2**24, "p2p", [xs[31], xs[16] if load else xs[0]])
     w.add_dependency("wait", "p2")
-    runs = _ends(path, w, monkeypatch)
+    runs = _ends(path, w)
     (start, end), ring_end = runs["on"]["p2"], runs["on"]["ring"][1]
     assert start < ring_end  # p2 ran beside the ring
     reference = runs["off" if load else "exact"]["p2"]
     assert end - start == pytest.approx(reference[1] - reference[0], rel=5e-3 if load else 1e-9), runs
 
 
-def test_background_skips_and_twins_need_the_raw_model(compiled, monkeypatch):
+def test_background_skips_and_twins_need_the_raw_model(compiled):
     """Under another network model (LV08: latency factor, cross-traffic) the freeze's argument does
     not hold: background skips are off, so on and off give the same run to the last digit."""
     topo = cxl_system(32, servers_per_rack=2, cxl_latency="20us")
     path = compiled(topo)
     w = _ring_beside_loads(topo.xpus())
-    runs = _ends(path, w, monkeypatch, config=("network/model:LV08", "network/crosstraffic:1"))
+    runs = _ends(path, w, config=("network/model:LV08", "network/crosstraffic:1"))
     assert runs["on"] == runs["off"]
 
 
@@ -142,18 +139,17 @@ def test_runs_raw_reads_the_file_and_the_command_line():
 
 
 @pytest.mark.slow
-def test_llama2_at_1024_cxl_xpus_with_and_without_background_skips(compile_cached, monkeypatch):
+def test_llama2_at_1024_cxl_xpus_with_and_without_background_skips(compile_cached):
     """The benchmark's row: one LLaMA2-13B iteration on 1024 CXL XPUs, fast path (measured: +4.4e-6,
     226,500 -> 75,118 activities)."""
 
-    def run():
+    def run(background: bool):
         return simulate_system(
             cxl_system(1024), lambda ranks, group: llama2_13b(ranks, group=group), 1, fast=True,
-            record_flows=False, compile=compile_cached,
+            record_flows=False, compile=compile_cached, background=background,
         )  # fmt: skip
 
-    on = run()
-    monkeypatch.setattr(MemoizedRings, "background", False)
-    off = run()
+    on = run(True)
+    off = run(False)
     assert on.activities * 2 < off.activities
     assert on.makespan == pytest.approx(off.makespan, rel=1e-4)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from hcsim.collectives import FlowPlan, algorithm, names
-from hcsim.engine import simulate
+from hcsim.fast import simulate
 from hcsim.fast.rounds import aligned, plan_rounds
 from hcsim.platform.builders import fat_tree
 from hcsim.workload.graph import Workload
@@ -137,13 +137,13 @@ def test_a_read_waiting_for_one_of_several_writes_is_not_aligned():
     assert not aligned(fp, plan_rounds(fp))
 
 
-def test_a_round_wider_than_the_limit_is_refused_in_one_line(paper_system, monkeypatch):
+def test_a_round_wider_than_the_limit_is_refused_in_one_line(paper_system):
     from hcsim.errors import HcsimError
 
     topology, path = paper_system("cxl", 16)
-    monkeypatch.setenv("HCSIM_MAX_FLOWS_AT_ONCE", "100")  # direct all-to-all over 16 ranks: 240 flows in one round
+    w = _one(topology.xpus(), "alltoall", "direct", MiB)  # direct all-to-all over 16 ranks: 240 flows in one round
     with pytest.raises(HcsimError, match=r"240 flows in one round.*HCSIM_MAX_FLOWS_AT_ONCE"):
-        simulate(path, _one(topology.xpus(), "alltoall", "direct", MiB), 1, memoize=True)
+        simulate(path, w, 1, memoize=True, max_flows_at_once=100)
 
 
 @pytest.mark.parametrize(
@@ -169,3 +169,22 @@ def test_a_skipped_whole_plan_is_replayed_when_interrupted(paper_system, kind, n
         assert m[key] == pytest.approx(e[key], rel=0.01), key
     assert memo.memoized_flows > 0
     assert memo.activities + memo.memoized_flows == exact.activities
+
+
+def test_memoize_keeps_every_flow_on_the_driver(paper_system):
+    """Under memoize every flow must pass through Driver.add_flow (the ledger observes it): tasks change nothing."""
+    topology, path = paper_system("cxl", 32)
+    xpus = topology.xpus()
+    w = Workload()  # compute, a direct all-to-all (N(N-1) flows at once: the Task route's kind), a ring, compute
+    for i, x in enumerate(xpus):
+        w.add_compute(f"A{i}", 1e11 * (1 + i % 3), x, is_start=True)
+        w.add_compute(f"C{i}", 1e11, x, mem_bytes=3e8)
+    w.add_comm("A2A", 64 * 2**20, "alltoall", xpus, algorithm="direct")
+    w.add_comm("RING", 16 * 2**20, "allreduce", xpus, algorithm="ring")
+    for i in range(len(xpus)):
+        w.add_dependency(f"A{i}", "A2A")
+        w.add_dependency("A2A", "RING")
+        w.add_dependency("RING", f"C{i}")
+    memo = simulate(path, w, 1, memoize=True, record_flows=False)
+    both = simulate(path, w, 1, memoize=True, tasks=True, record_flows=False)
+    assert both.iteration_end == memo.iteration_end and both.activities == memo.activities

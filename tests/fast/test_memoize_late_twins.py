@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from hcsim.engine import simulate
-from hcsim.fast import simulate_system
-from hcsim.fast.memoize import MemoizedRings
+from hcsim.fast import simulate, simulate_system
 from hcsim.platform import noncoherent_system
 from hcsim.platform.builders import LinkSpec
 from hcsim.workload import Workload
@@ -32,24 +30,6 @@ from hcsim.workload.llama2 import llama2_13b
 PCIE_16 = {"pcie": LinkSpec.of("16GBps", "250ns")}
 NETWORK_100US = {"nic_to_tor": LinkSpec.of("12.5GBps", "100us"), "tor_to_core": LinkSpec.of("12.5GBps", "100us")}
 EXTREMES = {"defaults": {}, "pcie 16GB/s": PCIE_16, "network 100us": NETWORK_100US}
-
-
-def _late_twins(monkeypatch, on: bool) -> None:
-    monkeypatch.setattr(MemoizedRings, "late_twins", on)
-
-
-def _spy_formations(monkeypatch, log) -> None:
-    """Log (date, representatives) whenever twin classes form (the simulation runs in a child process)."""
-    real = MemoizedRings._form_twins
-
-    def spy(self, group, now):
-        before = len(group.dormant)
-        real(self, group, now)
-        if len(group.dormant) != before:
-            with open(log, "a") as f:
-                f.write(f"{now!r} {' '.join(map(str, group.reps))}\n")
-
-    monkeypatch.setattr(MemoizedRings, "_form_twins", spy)
 
 
 def _same_run(a, b) -> None:
@@ -75,31 +55,21 @@ def _two_rings_and_copies(copies: list[int]) -> tuple[object, Workload]:
     return topo, w
 
 
-def _formations(log) -> list[tuple[float | None, list[int]]]:
-    if not log.exists():
-        return []
-    rows = [line.split() for line in log.read_text().splitlines()]
-    return [(None if row[0] == "None" else float(row[0]), [int(f) for f in row[1:]]) for row in rows]
-
-
-def _three_runs(compiled, monkeypatch, tmp_path, topo, w):
+def _three_runs(compiled, watched, topo, w):
     """The exact engine, memoize without late twins, and memoize with them (its formations logged)."""
     path = compiled(topo)
     exact = simulate(path, w, 1, coherent=False, record_flows=False)
-    _late_twins(monkeypatch, False)
-    before = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
-    _late_twins(monkeypatch, True)
-    log = tmp_path / "formed.txt"
-    _spy_formations(monkeypatch, log)
-    late = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
+    before = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True, late_twins=False)
+    paths, log = watched()
+    late = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True, paths=paths)
     return path, exact, before, late, log
 
 
-def test_twins_form_once_the_copies_on_their_links_are_over(compiled, monkeypatch, tmp_path):
+def test_twins_form_once_the_copies_on_their_links_are_over(compiled, watched):
     """Copies into the first XPU of both servers (mirror images): flows 7 and 15 are twins after them."""
     topo, w = _two_rings_and_copies([0, 8])
-    path, exact, before, late, log = _three_runs(compiled, monkeypatch, tmp_path, topo, w)
-    formed = _formations(log)
+    path, exact, before, late, log = _three_runs(compiled, watched, topo, w)
+    formed = log.formed()
     # the intra-server class forms with the group (nothing else can cross its links), the server-to-server class later
     assert formed[0] == (None, [0, 7, 15])
     copies_end = max(rec.end for rec in late.trace if rec.vertex.startswith("copy"))
@@ -112,39 +82,36 @@ def test_twins_form_once_the_copies_on_their_links_are_over(compiled, monkeypatc
     # two iterations: the second one's copies are to come during the first, and the last would count fewer
     # activities than the ones iteration memoization copies: no late twins at all
     two = simulate(path, w, 2, coherent=False, record_flows=False, memoize=True)
-    _late_twins(monkeypatch, False)
-    two_before = simulate(path, w, 2, coherent=False, record_flows=False, memoize=True)
+    two_before = simulate(path, w, 2, coherent=False, record_flows=False, memoize=True, late_twins=False)
     assert two.activities == two_before.activities
     _same_run(two, two_before)
 
 
-def test_twins_that_stand_apart_do_not_form(compiled, monkeypatch, tmp_path):
+def test_twins_that_stand_apart_do_not_form(compiled, watched):
     """One copy only: it slows flow 15 and not flow 7, the rings carry the difference on, the class stays dormant."""
     topo, w = _two_rings_and_copies([0])
-    path, exact, before, late, log = _three_runs(compiled, monkeypatch, tmp_path, topo, w)
-    assert _formations(log) == [(None, [0, 7, 15])]  # 7 and 15 stay flows of their own
+    path, exact, before, late, log = _three_runs(compiled, watched, topo, w)
+    assert log.formed() == [(None, [0, 7, 15])]  # 7 and 15 stay flows of their own
     _same_run(late, before)
     assert late.activities == before.activities
     assert late.makespan == pytest.approx(exact.makespan, rel=0.01)
 
 
-def _llama(compile_cached, xpus: int, links: dict, *, fold: bool, memoize: bool):
+def _llama(compile_cached, xpus: int, links: dict, *, fold: bool, memoize: bool, **options):
     topo = noncoherent_system(xpus, links=links)
     return simulate_system(
         topo, lambda ranks, group: llama2_13b(ranks, group=group), 1, coherent=False, fold=fold, memoize=memoize,
-        repeat=False, record_flows=False, compile=compile_cached,
+        repeat=False, record_flows=False, compile=compile_cached, **options,
     )  # fmt: skip
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("links", list(EXTREMES.values()), ids=list(EXTREMES))
-def test_late_twins_at_64_xpus_agree_with_the_exact_engine(compile_cached, monkeypatch, links):
+def test_late_twins_at_64_xpus_agree_with_the_exact_engine(compile_cached, links):
     """64 XPUs in one rack: 8 server-to-server flows per ring are one class (memoize alone), 2 when folded."""
     exact = _llama(compile_cached, 64, links, fold=False, memoize=False)
     for fold in (False, True):
-        _late_twins(monkeypatch, False)
-        before = _llama(compile_cached, 64, links, fold=fold, memoize=True)
-        _late_twins(monkeypatch, True)
+        before = _llama(compile_cached, 64, links, fold=fold, memoize=True, late_twins=False)
         late = _llama(compile_cached, 64, links, fold=fold, memoize=True)
         assert late.activities < before.activities, fold
         _same_run(late, before)
@@ -155,12 +122,10 @@ def test_late_twins_at_64_xpus_agree_with_the_exact_engine(compile_cached, monke
 
 @pytest.mark.slow
 @pytest.mark.parametrize("links", list(EXTREMES.values()), ids=list(EXTREMES))
-def test_late_twins_at_256_xpus_agree_with_the_exact_engine_on_the_folded_system(compile_cached, monkeypatch, links):
+def test_late_twins_at_256_xpus_agree_with_the_exact_engine_on_the_folded_system(compile_cached, links):
     """256 XPUs, 2 racks: the exact engine on all 256 takes 23 minutes, so it runs on the same folded system."""
     exact = _llama(compile_cached, 256, links, fold=True, memoize=False)
-    _late_twins(monkeypatch, False)
-    before = _llama(compile_cached, 256, links, fold=True, memoize=True)
-    _late_twins(monkeypatch, True)
+    before = _llama(compile_cached, 256, links, fold=True, memoize=True, late_twins=False)
     late = _llama(compile_cached, 256, links, fold=True, memoize=True)
     assert late.activities < before.activities
     _same_run(late, before)
@@ -169,25 +134,23 @@ def test_late_twins_at_256_xpus_agree_with_the_exact_engine_on_the_folded_system
 
 
 @pytest.mark.slow
-def test_late_twins_at_1024_xpus_are_the_fast_path_without_them(monkeypatch):
+def test_late_twins_at_1024_xpus_are_the_fast_path_without_them():
     """The benchmark's row: one iteration, fast (fold + memoize + repeat), with and without late twins."""
 
-    def run():
+    def run(late_twins: bool):
         topo = noncoherent_system(1024)
         return simulate_system(
             topo, lambda ranks, group: llama2_13b(ranks, group=group), 1, coherent=False, fast=True,
-            record_flows=False,
+            record_flows=False, late_twins=late_twins,
         )  # fmt: skip
 
-    _late_twins(monkeypatch, False)
-    before = run()
-    _late_twins(monkeypatch, True)
-    late = run()
+    before = run(False)
+    late = run(True)
     _same_run(late, before)
     assert late.activities < 0.85 * before.activities  # measured: 309,530 against 391,092
 
 
-def test_flows_no_copy_can_cross_are_twins_from_the_start(compiled, monkeypatch, tmp_path):
+def test_flows_no_copy_can_cross_are_twins_from_the_start(compiled, watched):
     """Four servers, a copy into the second server's first XPU: of the four server-to-server flows (one signature)
     it can cross 7 and 15, not 23 and 31, which are twins from the ring's start, with or without late twins."""
     topo = noncoherent_system(32, links=PCIE_16)
@@ -199,37 +162,24 @@ def test_flows_no_copy_can_cross_are_twins_from_the_start(compiled, monkeypatch,
     exact = simulate(path, w, 1, coherent=False, record_flows=False)
     runs = {}
     for on in (False, True):
-        _late_twins(monkeypatch, on)
-        log = tmp_path / f"formed{on}.txt"
-        _spy_formations(monkeypatch, log)
-        runs[on] = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
-        monkeypatch.undo()
-        formed = _formations(log)
+        paths, log = watched()
+        runs[on] = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True, late_twins=on, paths=paths)
+        formed = log.formed()
         assert formed[0][0] is None and {7, 15, 23}.issubset(formed[0][1]) and 31 not in formed[0][1]
-    monkeypatch.setattr(MemoizedRings, "_twins", lambda self, layout, routes: list(range(len(routes))))
-    plain = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True)
+    plain = simulate(path, w, 1, coherent=False, record_flows=False, memoize=True, twins=False)
     for on, run in runs.items():
         _same_run(run, plain)
         assert run.activities < plain.activities, on
         assert run.makespan == pytest.approx(exact.makespan, rel=0.01)
 
 
-def test_twins_formed_too_early_are_broken_by_the_next_copy(compile_cached, monkeypatch, tmp_path):
+def test_twins_formed_too_early_are_broken_by_the_next_copy(compile_cached, watched):
     """Forced here (every vertex passes for settled): classes form between copies and the next copy breaks them,
     relaunching the twins in flight; a twin whose representative had ended counts as ended (it once passed for a
     virtual flow and was materialized without a measured time: a crash at 256 XPUs). Within 1% of the real rule."""
     late = _llama(compile_cached, 256, {}, fold=True, memoize=True)
-    breaks = tmp_path / "breaks.txt"
-    real_break = MemoizedRings._break_twins
-
-    def spy(self, group, now):
-        with open(breaks, "a") as f:
-            f.write(f"{now!r}\n")
-        real_break(self, group, now)
-
-    monkeypatch.setattr(MemoizedRings, "_settled", lambda self, c: True)
-    monkeypatch.setattr(MemoizedRings, "_break_twins", spy)
-    early = _llama(compile_cached, 256, {}, fold=True, memoize=True)
-    assert len(breaks.read_text().splitlines()) > 1
+    paths, log = watched(settled=True)
+    early = _llama(compile_cached, 256, {}, fold=True, memoize=True, paths=paths)
+    assert len(log.broken()) > 1
     assert early.makespan == pytest.approx(late.makespan, rel=0.01)
     assert early.activities + early.memoized_flows == late.activities + late.memoized_flows

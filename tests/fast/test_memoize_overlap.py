@@ -19,23 +19,17 @@ from __future__ import annotations
 
 import pytest
 
-from hcsim.engine import simulate
 from hcsim.engine.memory import all_local
-from hcsim.fast import simulate_system
-from hcsim.fast.memoize import MemoizedRings
+from hcsim.fast import simulate, simulate_system
 from hcsim.platform.builders import fat_tree
 from hcsim.workload.llama2 import llama2_13b
 
 
-def _llama(topology, compile_cached, memoize: bool):
+def _llama(topology, compile_cached, memoize: bool, **options):
     return simulate_system(
         topology, lambda ranks, group: llama2_13b(ranks, group=group), 1, coherent=False, fold=True,
-        memoize=memoize, repeat=False, record_flows=False, placement=all_local, compile=compile_cached,
+        memoize=memoize, repeat=False, record_flows=False, placement=all_local, compile=compile_cached, **options,
     )  # fmt: skip
-
-
-def _no_twins(monkeypatch) -> None:
-    monkeypatch.setattr(MemoizedRings, "_twins", lambda self, layout, routes: list(range(len(routes))))
 
 
 def _overlapping(trace) -> int:
@@ -57,7 +51,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("k,links", CASES, ids=["k4", "k4-16GBps", "k4-100us", "k8"])
-def test_overlapping_rings_on_a_folded_fat_tree_agree_with_the_exact_engine(compile_cached, monkeypatch, k, links):
+def test_overlapping_rings_on_a_folded_fat_tree_agree_with_the_exact_engine(compile_cached, k, links):
     topo = fat_tree(k, **links)
     exact = _llama(topo, compile_cached, memoize=False)
     memo = _llama(topo, compile_cached, memoize=True)
@@ -65,8 +59,7 @@ def test_overlapping_rings_on_a_folded_fat_tree_agree_with_the_exact_engine(comp
     assert _overlapping(memo.trace) >= 2  # the case at hand: gradient rings overlap
     assert memo.makespan == pytest.approx(exact.makespan, rel=0.01), (memo.makespan, exact.makespan)
     assert memo.activities + memo.memoized_flows == exact.activities
-    _no_twins(monkeypatch)
-    plain = _llama(topo, compile_cached, memoize=True)
+    plain = _llama(topo, compile_cached, memoize=True, twins=False)
     assert plain.activities + plain.memoized_flows == exact.activities
     assert memo.activities < plain.activities  # twins kept flows out of SimGrid
     assert memo.makespan == pytest.approx(plain.makespan, rel=1e-12, abs=0.0)
@@ -75,7 +68,7 @@ def test_overlapping_rings_on_a_folded_fat_tree_agree_with_the_exact_engine(comp
         assert a.end == pytest.approx(b.end, rel=1e-12, abs=0.0), a.vertex
 
 
-def test_a_flow_the_twins_did_not_foresee_breaks_them(compiled, monkeypatch, tmp_path):
+def test_a_flow_the_twins_did_not_foresee_breaks_them(compiled, watched):
     """Twin classes claim no other flow crosses their links; if one does anyway (forced
     here: the strategy is told the p2p does not exist), the twins become flows of their own
     mid-step with the bytes their representative has left, and the run stays within 1%."""
@@ -92,21 +85,12 @@ def test_a_flow_the_twins_did_not_foresee_breaks_them(compiled, monkeypatch, tmp
     w.add_comm("bg", 1e9, "p2p", [xs[1], xs[2]])
     w.add_dependency("wait", "bg")
     exact = simulate(path, w, 1, record_flows=False)
-    log = tmp_path / "breaks.txt"  # the simulation runs in a child process
-    real_break = MemoizedRings._break_twins
-
-    def spy(self, group, now):
-        with open(log, "a") as f:
-            f.write(f"{now!r} {len(group.reps)}\n")
-        real_break(self, group, now)
-
-    monkeypatch.setattr(MemoizedRings, "_traffic", lambda self: ({}, {}))
-    monkeypatch.setattr(MemoizedRings, "_break_twins", spy)
-    memo = simulate(path, w, 1, record_flows=False, memoize=True)
-    seen = [line.split() for line in log.read_text().splitlines()]
-    assert seen and seen[0][1] == "1"  # one representative stood for the ring's four flows until the p2p came
+    paths, log = watched(blind=True)
+    memo = simulate(path, w, 1, record_flows=False, memoize=True, paths=paths)
+    seen = log.broken()
+    assert seen and seen[0][1] == 1  # one representative stood for the ring's four flows until the p2p came
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("exact", exact), ("memo", memo))}
-    assert float(seen[0][0]) == pytest.approx(ends["exact"]["wait"], rel=1e-9)  # when the p2p starts
+    assert seen[0][0] == pytest.approx(ends["exact"]["wait"], rel=1e-9)  # when the p2p starts
     for v in ("A", "B", "bg"):
         assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
     assert memo.activities + memo.memoized_flows == exact.activities

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from hcsim.engine import simulate
 from hcsim.errors import HcsimError
-from hcsim.fast import simulate_system
+from hcsim.fast import simulate, simulate_system
 from hcsim.fast.repeat import REPEAT_TOLERANCE, platform_is_stationary
 from hcsim.platform import ring
 from hcsim.workload import Workload

@@ -150,6 +150,16 @@ def _check_job(job: Job, cluster: Cluster, node_size: int, any_shape: bool) -> t
     return part, shape, ""
 
 
+class _IterationCount:
+    """An observer of a job's execution: counts the iterations it finished."""
+
+    def __init__(self, js: Any) -> None:
+        self.js = js
+
+    def iteration_done(self, k: int, now: float) -> None:
+        self.js.iterations_done += 1
+
+
 class _Scheduler:
     """Lives in the SimGrid child process: the controller actor's state and rules."""
 
@@ -292,14 +302,11 @@ class _Scheduler:
         js.end_timer = self.driver.add_timer(now + seconds, (_END, js), lane=_END, order=js.seq)
 
     def run_workload(self, js: JobState, now: float) -> None:
-        from hcsim.engine.execution import Execution
+        from hcsim.engine.execution import EngineOptions, Execution
         from hcsim.engine.memory import fill_local_first
 
         wj = js.job.workload
         graph = wj.build([self.cluster.gpu_names[g] for g in js.alloc])
-
-        def on_iteration(k: int, t: float) -> None:
-            js.iterations_done += 1
 
         js.act = None
         js.execution = Execution(
@@ -310,9 +317,9 @@ class _Scheduler:
             wj.coherent,
             fill_local_first,
             self.driver,
-            record_trace=False,
-            on_iteration=on_iteration,
-            timed_execs=False,  # a preempted job's execs must be found and cancelled
+            # timed_execs off: a preempted job's execs must be found and cancelled
+            options=EngineOptions(record_flows=False, record_trace=False, timed_execs=False),
+            observers=[_IterationCount(js)],
         )
         self.exec_job[id(js.execution)] = js
         js.execution.start(now)
