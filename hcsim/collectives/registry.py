@@ -48,7 +48,7 @@ class Algorithm:
     ``build`` makes its schedule; ``plan`` (built-in rings and chains only) makes the
     engine's flow plan directly and may stand for a larger ``group`` of ranks (a folded
     run) or list one step only (``compact``, for the memoized strategy); ``ring``
-    marks the step-synchronous rings :mod:`hcsim.fast.memoize` can run.
+    marks the step-synchronous rings :mod:`hcsim.fast.ring_steps` can run.
     """
 
     kind: str

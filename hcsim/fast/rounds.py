@@ -82,6 +82,7 @@ from typing import Any
 from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 from hcsim.errors import HcsimError
+from hcsim.fast.ledger import LinkLedger
 
 __all__ = ["MemoizedRounds", "RoundRun", "WholeRun", "aligned", "plan_rounds"]
 
@@ -151,13 +152,14 @@ def aligned(fp: FlowPlan, rounds: list[tuple[int, ...]]) -> bool:
 
 
 class RoundRun(VertexRun):
-    """A communication vertex execution run round by round."""
+    """A communication vertex execution run round by round; it claims its round's links in the ledger."""
 
-    __slots__ = ("rounds", "index", "left", "round_start", "quiet", "skip", "fraction", "own")
+    __slots__ = ("rounds", "index", "left", "round_start", "quiet", "skip", "fraction", "own", "strategy")
 
-    def __init__(self, v: int, k: int, start: float, rounds: Any) -> None:
+    def __init__(self, v: int, k: int, start: float, rounds: Any, strategy: Any) -> None:
         super().__init__(v, k, start, 0)
         self.own = self  # the run its flows' keys name
+        self.strategy = strategy
         self.rounds = rounds  # the vertex's _Rounds
         self.index = -1  # the round in progress
         self.left = 0  # flows of the round still in SimGrid
@@ -166,19 +168,32 @@ class RoundRun(VertexRun):
         self.skip: tuple[float, float, int] | None = None  # (since, duration, timer handle) while skipped
         self.fraction = 1.0  # of each flow's bytes launched in this round (< 1 after an interrupted skip)
 
+    def crossed(self, started: bool, now: float) -> None:
+        """Another flow started (or ended) on a link of the round: a skip is interrupted, nothing is measured."""
+        if started and self.skip is not None:
+            self.strategy._interrupt(self, now)
+        self.quiet = False
+
 
 class WholeRun(VertexRun):
     """A plan run whole: by the exact strategy (measured when alone), or skipped with its measured timeline."""
 
-    __slots__ = ("own", "quiet", "skip", "links", "key", "ends")
+    __slots__ = ("own", "quiet", "skip", "links", "key", "ends", "strategy")
 
-    def __init__(self, v: int, k: int, start: float, links: frozenset[str], key: Any) -> None:
+    def __init__(self, v: int, k: int, start: float, links: frozenset[str], key: Any, strategy: Any) -> None:
         super().__init__(v, k, start, 0)
         self.own: Any = None  # the exact strategy's run of it
+        self.strategy = strategy
         self.quiet = False
         self.skip: tuple[float, float, int] | None = None
         self.links, self.key = links, key
         self.ends: dict[int, float] | None = None  # flow -> when it ended, while measured
+
+    def crossed(self, started: bool, now: float) -> None:
+        """Another flow started (or ended) on the plan's links: a skip is replayed up to now, nothing is measured."""
+        if started and self.skip is not None:
+            self.strategy._interrupt_whole(self, now)
+        self.quiet = False
 
 
 class _Rounds:
@@ -197,24 +212,18 @@ class _Rounds:
 class MemoizedRounds:
     """Runs non-ring communication vertices round by round, skipping what repeats (see the module docstring)."""
 
-    def __init__(self, execution: Any, exact: Any) -> None:
+    def __init__(self, execution: Any, exact: Any, ledger: LinkLedger) -> None:
         self.execution = execution
         self.exact = exact  # runs the plans whose rounds are not aligned
-        self.routes: dict[tuple[str, str], tuple[frozenset[str], tuple]] = {}  # (src, dst) -> links, link classes
-        self.link_class: dict[str, tuple] = {}
+        self.ledger = ledger  # routes, flows in flight, claims of rounds and runs (skipped or not), rings in progress
         self.signatures: dict[tuple, int] = {}  # round signature -> id
         self.measured: dict[int, float] = {}  # signature id -> duration alone on the network
-        self.load: dict[str, int] = {}  # link -> flows in flight on it (all flows the driver started)
-        self.claims: dict[str, list[RoundRun]] = {}  # link -> runs whose current round (real or skipped) crosses it
-        self.inflight: dict[Any, frozenset[str]] = {}
         self.per_vertex: dict[int, _Rounds] = {}
         self.whole_of: dict[int, tuple[Any, frozenset[str]]] = {}  # vertex -> (plan key, links) of a plan run whole
         self.whole_runs: dict[int, WholeRun] = {}  # vertex -> its execution run whole, in progress
         # plan key -> (duration, each entry's start and end after the plan's start) of a run alone on the network
         self.timelines: dict[Any, tuple[float, list[float], list[float]]] = {}
         self.rounds_of: dict[int, list[tuple[int, ...]]] = {}
-        self.observing = False  # observes the driver once it has a vertex to run (runs of rings only pay nothing)
-        self.rings: Any = None  # the execution's MemoizedRings, whose rings may hold links off SimGrid
 
     # ------------------------------------------------------------------ the strategy protocol
     def handles(self, data: dict[str, Any]) -> bool:
@@ -222,9 +231,7 @@ class MemoizedRounds:
 
     def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
         fp = build_plan(data["kind"], data["algorithm"], data["scope"], data["bytes"], view, group=data.get("group"))
-        if not self.observing:
-            self.execution.driver.observe(self)
-            self.observing = True
+        self.ledger.count_load()  # from its first vertex on (runs of rings only pay nothing)
         rounds = plan_rounds(fp)
         widest = max((len(r) for r in rounds), default=0)
         limit = self.execution.options.max_flows_at_once
@@ -243,7 +250,7 @@ class MemoizedRounds:
             if rounds is None:
                 rounds = self.per_vertex[v] = self._prepare(v)
             if rounds.even:
-                self._next_round(RoundRun(v, k, now, rounds), now)
+                self._next_round(RoundRun(v, k, now, rounds, self), now)
                 return
         self._launch_whole(v, k, now)
 
@@ -287,26 +294,27 @@ class MemoizedRounds:
             d = x.data[v]
             key = (d["kind"], d["algorithm"], tuple(d["scope"]), d["bytes"], d.get("group"))
             src, dst = x.flow_hosts[v]
-            links = frozenset().union(*(self._route(src[f], dst[f])[0] for f in range(len(fp)) if fp.size[f]))
+            route = self.ledger.route
+            links = frozenset().union(*(route(src[f], dst[f]).links for f in range(len(fp)) if fp.size[f]))
             info = self.whole_of[v] = (key, links)
         key, links = info
-        w = WholeRun(v, k, now, links, key)
-        busy = self._busy(w, links)
+        w = WholeRun(v, k, now, links, key, self)
+        busy = not self.ledger.quiet(links)
         self.whole_runs[v] = w
         timeline = self.timelines.get(key)
         if timeline is not None and not busy:
-            self._claim(w, links)
+            self.ledger.claim(w, links)
             handle = x.driver.add_timer(now + timeline[0], (self, w))
             w.skip = (now, timeline[0], handle)
             x.result.memoized_flows += fp.flows
             return
         w.quiet, w.ends = not busy, {}
         w.own = self.exact.launch(v, k, now)  # its first flows start before it claims its links: they are its own
-        self._claim(w, links)
+        self.ledger.claim(w, links)
 
     def _whole_done(self, w: WholeRun, now: float) -> None:
         """The plan's execution is over: release its links; if it ran alone, keep its timeline."""
-        self._release(w, w.links)
+        self.ledger.release(w, w.links)
         del self.whole_runs[w.v]
         if w.quiet and w.ends is not None and w.key not in self.timelines:
             fp = self.execution.flow_plans[w.v]
@@ -355,53 +363,7 @@ class MemoizedRounds:
             nbytes = max(1, int(round(fp.size[f] * min(1.0, fraction))))
             x.flow(src[f], dst[f], nbytes, (x, COMM, run, f), now)
 
-    # ------------------------------------------------------------------ observing the network
-    def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: Any, now: float) -> None:
-        if links is None:
-            links = self._route(src, dst)[0]
-        self.inflight[act] = links
-        load, claims = self.load, self.claims
-        owner = key[2]
-        for link in links:
-            load[link] = load.get(link, 0) + 1
-            held = claims.get(link)
-            if held:
-                for r in list(held):
-                    if r.own is not owner:
-                        if r.skip is not None:
-                            if r.__class__ is WholeRun:
-                                self._interrupt_whole(r, now)
-                            else:
-                                self._interrupt(r, now)
-                        r.quiet = False
-
-    def flow_ended(self, act: Any, key: Any, now: float) -> None:
-        links = self.inflight.pop(act, None)
-        if links is None:  # started before this execution observed the driver (another job of a cluster)
-            return
-        load, claims = self.load, self.claims
-        owner = key[2]
-        for link in links:
-            load[link] -= 1
-            held = claims.get(link)
-            if held:
-                for r in held:
-                    if r.own is not owner:
-                        r.quiet = False
-
     # ------------------------------------------------------------------ rounds
-    def _route(self, src: Any, dst: Any) -> tuple[frozenset[str], tuple]:
-        key = (src.name, dst.name)
-        hit = self.routes.get(key)
-        if hit is None:
-            links, _ = src.route_to(dst)
-            classes = self.link_class
-            for link in links:
-                if link.name not in classes:
-                    classes[link.name] = (link.bandwidth, link.latency, str(link.get_sharing_policy()))
-            hit = self.routes[key] = (frozenset(link.name for link in links), tuple(link.name for link in links))
-        return hit
-
     def _prepare(self, v: int) -> _Rounds:
         """Each round's links and signature (rounds with one flow list share them)."""
         x = self.execution
@@ -409,59 +371,29 @@ class MemoizedRounds:
         src, dst = x.flow_hosts[v]
         out = _Rounds()
         seen: dict[int, int] = {}
-        classes = self.link_class
+        ledger = self.ledger
+        classes = ledger.link_classes
         for flows in self.rounds_of[id(fp)]:
             at = seen.get(id(flows))
             if at is None:
-                routes = [self._route(src[f], dst[f]) for f in flows]
+                routes = [ledger.route(src[f], dst[f]).links for f in flows]
                 count: dict[str, int] = {}
-                for names, _ in routes:
+                for names in routes:
                     for link in names:
                         count[link] = count.get(link, 0) + 1
                 entries = [
                     (fp.size[f], tuple(sorted((classes[link], count[link]) for link in names)))
-                    for f, (names, _) in zip(flows, routes, strict=True)
+                    for f, names in zip(flows, routes, strict=True)
                 ]
                 sig = tuple(sorted(entries))
                 if len(out.order) + 1 < len(self.rounds_of[id(fp)]) and sig[0] != sig[-1]:
                     out.even = False
                 at = seen[id(flows)] = len(out.links)
                 out.links.append(frozenset(count))
-                out.flow_links.append([names for names, _ in routes])
+                out.flow_links.append(routes)
                 out.signature.append(self.signatures.setdefault(sig, len(self.signatures)))
             out.order.append(at)
         return out
-
-    def _claim(self, r: RoundRun, links: frozenset[str]) -> None:
-        claims = self.claims
-        for link in links:
-            held = claims.get(link)
-            if held is None:
-                claims[link] = [r]
-            else:
-                held.append(r)
-
-    def _release(self, r: RoundRun, links: frozenset[str]) -> None:
-        claims = self.claims
-        for link in links:
-            held = claims[link]
-            held.remove(r)
-            if not held:
-                del claims[link]
-
-    def _busy(self, r: RoundRun, links: frozenset[str]) -> bool:
-        """Whether any flow is in flight on ``links``, another run's round claims one, or a memoized ring crosses one.
-
-        A memoized ring may be on its links with no flow in SimGrid (skipping, frozen or
-        with virtual flows): a round there is never skipped, and its real flows make the
-        ring bring its own back (:meth:`hcsim.fast.memoize.MemoizedRings.occupies`).
-        """
-        load, claims = self.load, self.claims
-        for link in links:
-            if load.get(link) or claims.get(link):
-                return True
-        rings = self.rings
-        return rings is not None and rings.occupies(links)
 
     def _next_round(self, r: RoundRun, now: float) -> None:
         x = self.execution
@@ -472,8 +404,8 @@ class MemoizedRounds:
             return
         at = rs.order[r.index]
         links = rs.links[at]
-        busy = self._busy(r, links)
-        self._claim(r, links)
+        busy = not self.ledger.quiet(links)
+        self.ledger.claim(r, links)
         r.round_start, r.fraction = now, 1.0
         flows = self.rounds_of[id(x.flow_plans[r.v])][r.index]
         d = self.measured.get(rs.signature[at])
@@ -502,7 +434,7 @@ class MemoizedRounds:
         at = rs.order[r.index]
         if r.quiet and r.fraction == 1.0:
             self.measured.setdefault(rs.signature[at], now - r.round_start)
-        self._release(r, rs.links[at])
+        self.ledger.release(r, rs.links[at])
         self._next_round(r, now)
 
     def _interrupt(self, r: RoundRun, now: float) -> None:

@@ -48,6 +48,13 @@ from hcsim.engine import simulator
 from hcsim.engine.execution import EngineOptions, RunResult
 from hcsim.engine.memory import Placement, fill_local_first
 from hcsim.errors import HcsimError
+from hcsim.fast.background import Background
+from hcsim.fast.ledger import LinkLedger
+from hcsim.fast.repeat import IterationRepeat, platform_is_stationary
+from hcsim.fast.ring_steps import MemoizedRings
+from hcsim.fast.rounds import MemoizedRounds
+from hcsim.fast.twins import Twins
+from hcsim.platform.simgrid_files import read_declared, runs_raw
 from hcsim.platform.topology import Topology
 from hcsim.workload.graph import Workload
 
@@ -98,10 +105,15 @@ class RunOptions(EngineOptions):
 class FastPaths:
     """The wing (:class:`~hcsim.engine.strategy.Wing`) of one run: its fast strategies and observers, from its options.
 
-    A subclass may hand a feature's subclass to the run (the tests watch twin classes so).
+    Each feature is a part built here or left out: memoize is a :class:`~.ledger.LinkLedger`,
+    :class:`~.ring_steps.MemoizedRings` and :class:`~.rounds.MemoizedRounds`; twins
+    (:class:`~.twins.Twins`) and frozen components (:class:`~.background.Background`) join
+    the rings only on SimGrid's raw model without cross-traffic; repeat is an
+    :class:`~.repeat.IterationRepeat` observer. A subclass may hand in a feature's
+    subclass (``twins_class``; the tests watch twin classes so).
     """
 
-    rings_class: Any = None  # MemoizedRings unless a subclass says otherwise
+    twins_class: type[Twins] = Twins
 
     def __init__(self, options: RunOptions) -> None:
         self.options = options
@@ -109,8 +121,6 @@ class FastPaths:
 
     def prepare(self, platform: str, config: tuple[str, ...]) -> None:
         if self.options.repeat:
-            from hcsim.fast.repeat import platform_is_stationary
-
             with open(platform, encoding="utf-8", errors="replace") as f:
                 if not platform_is_stationary(f.read()):
                     raise HcsimError(
@@ -118,30 +128,24 @@ class FastPaths:
                         "(valid: repeat=False / no --repeat, or a platform without speed/bandwidth/latency/state files)"
                     )
         if self.options.memoize:
-            from hcsim.platform.simgrid_files import read_declared, runs_raw
-
             self.raw_network = runs_raw(read_declared(platform), config)
 
     def strategies(self, execution: Any, exact: Any) -> Sequence[Any]:
-        if not self.options.memoize:
-            return []
-        from hcsim.fast.memoize import MemoizedRings
-        from hcsim.fast.rounds import MemoizedRounds
-
         o = self.options
-        rings = (self.rings_class or MemoizedRings)(
-            execution, exact, raw=self.raw_network, twins=o.twins, late_twins=o.late_twins, background=o.background
-        )
-        rounds = MemoizedRounds(execution, exact)
-        rounds.rings = rings
-        return [rings, rounds]
+        if not o.memoize:
+            return []
+        ledger = LinkLedger(execution)
+        rings = MemoizedRings(execution, exact, ledger)
+        if o.background and self.raw_network:
+            rings.background = Background(rings)
+            ledger.listen(rings.background)  # before the rings: memory flows are recorded first
+        ledger.listen(rings)
+        if o.twins and self.raw_network:
+            rings.twins = self.twins_class(rings, late=o.late_twins)
+        return [rings, MemoizedRounds(execution, exact, ledger)]
 
     def observers(self, execution: Any) -> Sequence[Any]:
-        if not self.options.repeat:
-            return []
-        from hcsim.fast.repeat import IterationRepeat
-
-        return [IterationRepeat(execution)]
+        return [IterationRepeat(execution)] if self.options.repeat else []
 
 
 def simulate(

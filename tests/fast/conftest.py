@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
-from hcsim.fast.memoize import MemoizedRings
+from hcsim.fast.ledger import LinkUsers
 from hcsim.fast.system import FastPaths
+from hcsim.fast.twins import Twins
 
 
 class TwinLog:
@@ -36,7 +37,7 @@ def watched(tmp_path):
     """watched(settled=False, blind=False) -> (FastPaths subclass, TwinLog): pass the class as ``paths=``.
 
     ``settled``: every vertex passes for settled (classes form wherever their twins stand
-    together, not only once other traffic is over); ``blind``: the run is told that no
+    together, not only once other traffic is over); ``blind``: the twins are told that no
     other flow can cross the rings' links (so a flow that does breaks the classes).
     """
     counter = itertools.count()
@@ -48,29 +49,25 @@ def watched(tmp_path):
             with open(log.path, "a") as f:
                 f.write(" ".join(map(str, fields)) + "\n")
 
-        class Rings(MemoizedRings):
-            def _form_twins(self, group, now):
+        class Watched(Twins):
+            def form(self, group, now):
                 before = len(group.dormant)
-                super()._form_twins(group, now)
+                super().form(group, now)
                 if len(group.dormant) != before:
                     write("formed", repr(now), *group.reps)
 
-            def _break_twins(self, group, now):
+            def break_(self, group, now):
                 write("broken", repr(now), len(group.reps))
-                super()._break_twins(group, now)
+                super().break_(group, now)
 
-            if settled:
+            def settled(self, c):
+                return True if settled else super().settled(c)
 
-                def _settled(self, c):
-                    return True
-
-            if blind:
-
-                def _traffic(self):
-                    return {}, {}
+            def users(self):
+                return LinkUsers({}, {}, {}) if blind else super().users()
 
         class Paths(FastPaths):
-            rings_class = Rings
+            twins_class = Watched
 
         return Paths, log
 

@@ -12,7 +12,7 @@ uniform ring of latency L and bandwidth B:
 
 A rank's next send waits for its previous send and for the chunk its left neighbour
 sent it, so the ring is pipelined (the exact engine) or run step by step
-(:mod:`hcsim.fast.memoize`). These algorithms may also stand for a larger ring (a
+(:mod:`hcsim.fast.ring_steps`). These algorithms may also stand for a larger ring (a
 folded run: ``group``; see :mod:`hcsim.fast.folding`).
 """
 

@@ -13,7 +13,7 @@ Slices keep their owners: rank i of the scope (in the order given) still ends wi
 (reduce-scatter) or starts with (allgather) slice i.
 
 Their engine plan is the ring plan of the reordered scope, so the memoized fast path
-(:mod:`hcsim.fast.memoize`) and folding run them like ``ring``.
+(:mod:`hcsim.fast.ring_steps`) and folding run them like ``ring``.
 """
 
 from __future__ import annotations

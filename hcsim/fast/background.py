@@ -1,0 +1,160 @@
+"""Frozen components: ring steps skipped while remote-memory flows share the ring's links.
+
+A full step that ran while no other flow started or ended anywhere, the ring was the
+only ring in progress, every flow in flight was the ring's or a remote-memory flow, and
+every memory flow of the ring's *component* (the flows linked to its links through
+shared links) was past its latency phase, repeats: the next steps take the same time d
+and every memory flow moves the same bytes. So the component is *frozen*: its memory
+flows are suspended in SimGrid and the ring sleeps for the whole steps during which
+each keeps bytes to move. Any flow starting or ending, or a ring starting, *thaws* it
+(through the ledger's ``thaw`` hook): each memory flow is relaunched with its bytes left,
+less what it would move during the latency it pays again (exact to first order).
+
+Invariant: at most one component is frozen, and while it is, the ledger's ``thaw`` is
+set. Rests on SimGrid's raw model without cross-traffic: the wing leaves this part out
+otherwise. The argument and the measured bounds: ``docs/fast-paths.md`` ("Background flows").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hcsim.engine.records import COMM, COPY, REMOTE_ACCESS
+from hcsim.fast.ring_steps import SKIP_END
+
+__all__ = ["Background"]
+
+
+class Background:
+    """Memory flows in flight, and the ring step skips beside them (see the module docstring).
+
+    A listener of the ledger (before the rings: it records memory flows first).
+    """
+
+    def __init__(self, rings: Any) -> None:
+        self.rings, self.execution, self.ledger = rings, rings.execution, rings.ledger
+        # the memory flows of this execution in flight (-> key, src, dst, links, start, route latency), the ring
+        # whose component is frozen, and the last component found (valid while no flow but the ring's own
+        # started or ended)
+        self.memory_flows: dict[Any, tuple] = {}
+        self.frozen_ring: Any = None
+        self._component: tuple[Any, int, list[Any], float] = (None, -1, [], 0.0)
+
+    # ------------------------------------------------------------------ listening
+    def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: frozenset[str], now: float) -> None:
+        tag = key[1]
+        if (tag == REMOTE_ACCESS or tag == COPY) and key[0] is self.execution:
+            self.memory_flows[act] = (key, src, dst, links, now, self.ledger.route(src, dst).latency)
+
+    def flow_ended(self, act: Any, key: Any, links: frozenset[str], now: float) -> None:
+        if self.memory_flows and key[1] != COMM:
+            self.memory_flows.pop(act, None)
+
+    def forget(self, r: Any) -> None:
+        """Ring ``r`` is over."""
+        r.bg_snap = None
+        if self._component[0] is r:
+            self._component = (None, -1, [], 0.0)
+
+    def _thaw_frozen(self, now: float) -> None:
+        self.thaw(self.frozen_ring, now)
+
+    def snapshot(self, r: Any, now: float) -> tuple[int, list[tuple[Any, float]]] | None:
+        """At a full step's start: the memory flows ``r``'s step can meet, with their bytes left (None: no skip).
+
+        Only when ``r`` is the only ring in progress, every flow in flight is ``r``'s or a
+        memory flow, and every memory flow of the component (the flows linked to the ring's
+        links through shared links, transitively) is past its latency phase: then the
+        component's state at the next step's start will be this one, less the bytes moved.
+        """
+        if len(self.rings.rings) != 1 or len(self.ledger.inflight) != r.real_left + len(self.memory_flows):
+            return None
+        mark = self.ledger.events - r.own_events  # other flows' starts and ends so far
+        ring, at, component, ready = self._component
+        if ring is not r or at != mark:
+            links = set(r.links)
+            component, rest, grew = [], list(self.memory_flows.items()), True
+            ready = 0.0
+            while grew:
+                grew, keep = False, []
+                for act, info in rest:
+                    if links.isdisjoint(info[3]):
+                        keep.append((act, info))
+                    else:
+                        component.append(act)
+                        links.update(info[3])
+                        ready = max(ready, info[4] + info[5])
+                        grew = True
+                rest = keep
+            self._component = (r, mark, component, ready)
+        if not component or ready > now:
+            return None
+        return mark, [(act, act.remaining) for act in component]
+
+    def freeze(self, r: Any, now: float, d: float) -> bool:
+        """A quiet full step with memory flows in the background has ended: skip the steps it will repeat.
+
+        Every flow of the component is suspended in SimGrid (so nothing else sees a
+        difference: no flow outside the component shares a link with it) and the ring
+        sleeps for the whole steps during which every memory flow keeps going, each moving
+        the bytes it moved in the step just measured.
+        """
+        mark, flows = r.bg_snap  # type: ignore[misc]
+        r.bg_snap = None
+        if len(self.rings.rings) != 1 or self.ledger.events - r.own_events != mark or d <= 0.0:
+            return False  # another flow started or ended during the step: it does not repeat
+        m = r.steps - r.steps_done
+        frozen = []
+        for act, before in flows:
+            key, src, dst, links, _, latency = self.memory_flows[act]
+            left = act.remaining
+            moved = before - left
+            if moved > 0.0:  # keep it in flight through the skipped steps (and its relaunch's latency)
+                m = min(m, math.ceil((left - latency * moved / d) / moved) - 1)
+            frozen.append((act, key, src, dst, links, latency, left, moved))
+        if m < 1:
+            return False
+        for act, *_ in frozen:
+            act.suspend()
+        r.frozen = (now, d, m, frozen)
+        self.frozen_ring = r
+        self.ledger.thaw = self._thaw_frozen
+        r.skip_generation += 1
+        self.rings._timer(now + m * d, SKIP_END, r, r.skip_generation)
+        return True
+
+    def thaw(self, r: Any, now: float) -> None:
+        """End a background skip (its last step, or a flow starting or ending anywhere): relaunch the memory flows.
+
+        The whole steps elapsed are kept; within a step the flows are taken to move their
+        bytes at a constant rate (as an interrupted skip does). Each suspended flow is
+        replaced by one with the bytes it has left, less what it would have moved during
+        the latency the replacement pays again.
+        """
+        since, d, m, frozen = r.frozen  # type: ignore[misc]
+        r.frozen = None
+        self.frozen_ring = None
+        self.ledger.thaw = None
+        r.skip_generation += 1
+        elapsed = (now - since) / d
+        whole = min(m, int(elapsed + 1e-9))
+        part = 0.0 if whole == m else max(0.0, elapsed - whole)
+        x = self.execution
+        for act, key, src, dst, links, latency, left, moved in frozen:
+            rest = left - (whole + part) * moved - latency * moved / d
+            x.driver.cancel(act, now)  # the same flow goes on: counted once, as a materialized one is
+            x.flow(src, dst, max(1, int(round(rest))), key, now, links)
+        fp = x.flow_plans[r.v]
+        r.steps_done += whole
+        x.result.memoized_flows += whole * len(fp)
+        rings = self.rings
+        if r.steps_done >= r.steps:
+            rings._finish(r, now)
+            return
+        chunk = fp.size[0]
+        if part > 0.0:
+            rings._step(r, now, max(1, int(round(chunk * (1.0 - part)))))
+            r.quiet = False  # a partial step measures nothing
+        else:
+            rings._step(r, now, chunk)
