@@ -56,7 +56,7 @@ def training_workload(args: argparse.Namespace) -> Callable[..., object]:
             layout = Layout(layout.dp, layout.tp, layout.pp, args.ep)
         return layout
 
-    # a factory that also names its units, so --fast folds whole replicas (hcsim.workload.parallel.units)
+    # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
     return TrainingWorkload(
         spec,
         layout_of,

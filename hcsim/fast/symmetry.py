@@ -7,7 +7,7 @@ step's timing: the ring flows' routes, the links' attributes and which flows sha
 :func:`fold_system` is what the engine calls: the zone fold where it applies (the paper
 systems keep their results to the last bit), this one otherwise. :func:`fold_units`
 is the general form: a ring of *units* (a parallel layout's data-parallel replicas,
-:mod:`hcsim.workload.parallel.units`) with flows inside each unit and to the next;
+:mod:`hcsim.fast.units`) with flows inside each unit and to the next;
 the data-parallel ring is its case of one-XPU units (docs/fast-paths.md has both).
 
 The flow-link graph and its colours

@@ -53,7 +53,9 @@ from hcsim.fast.ledger import LinkLedger
 from hcsim.fast.repeat import IterationRepeat, platform_is_stationary
 from hcsim.fast.ring_steps import MemoizedRings
 from hcsim.fast.rounds import MemoizedRounds
+from hcsim.fast.symmetry import fold_system, fold_units
 from hcsim.fast.twins import Twins
+from hcsim.fast.units import units_of
 from hcsim.platform.simgrid_files import read_declared, runs_raw
 from hcsim.platform.topology import Topology
 from hcsim.workload.graph import Workload
@@ -213,14 +215,9 @@ def simulate_system(
     ranks, group, folded = topology.xpus(), None, None
     refusal = None
     if options.fold:
-        from hcsim.fast.symmetry import fold_system, fold_units
-
         try:
-            communication = getattr(workload, "communication", None)  # a factory that knows its units
-            if communication is not None:
-                folded = fold_units(topology, communication(topology), coherent)
-            else:
-                folded = fold_system(topology, coherent)
+            units = units_of(workload, topology)  # a factory that tells its layout: whole replicas
+            folded = fold_system(topology, coherent) if units is None else fold_units(topology, units, coherent)
             topology, ranks, group = folded.topology, folded.ranks, folded.group
         except HcsimError as e:  # not provable here: the exact path, said once
             refusal = str(e)

@@ -369,5 +369,5 @@ class _Recorded:
         self.built = self.factory(ranks, group=group)
         return self.built
 
-    def communication(self, topology: Any) -> Any:
-        return self.factory.communication(topology)
+    def layout_data(self, topology: Any) -> Any:
+        return self.factory.layout_data(topology)

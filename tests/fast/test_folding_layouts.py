@@ -26,12 +26,12 @@ from hcsim.errors import HcsimError
 from hcsim.fast import simulate_system
 from hcsim.fast.symmetry import fold_units
 from hcsim.fast.system import FoldRefused
+from hcsim.fast.units import layout_units, units_of
 from hcsim.platform import cxl_system, noncoherent_system
 from hcsim.platform.builders import fat_tree, leaf_spine
 from hcsim.workload.models import TransformerSpec
 from hcsim.workload.parallel import Layout, training_graph
 from hcsim.workload.parallel.factory import TrainingWorkload
-from hcsim.workload.parallel.units import layout_units
 
 DENSE = TransformerSpec("tiny", layers=4, hidden=1024, heads=8, kv_heads=8, intermediate=4096, vocab=32000,
                         sequence=512)  # fmt: skip
@@ -131,7 +131,7 @@ def test_a_non_ring_data_parallel_algorithm_is_refused_and_runs_every_xpu():
     build = lambda: cxl_system(64, servers_per_rack=2)  # noqa: E731
     work = TrainingWorkload(DENSE, "tp=8", dp_algorithm="halving_doubling")
     with pytest.raises(HcsimError, match="not a ring") as e:
-        work.communication(build())
+        units_of(work, build())
     assert "\n" not in str(e.value)
     with pytest.warns(FoldRefused, match="cannot be folded: .*not a ring.*; running every XPU"):
         run = simulate_system(build(), work, fold=True, record_flows=False)
@@ -144,7 +144,7 @@ def test_a_topology_where_no_unit_repeats_is_refused_in_one_line():
     topo = cxl_system(64, servers_per_rack=2)
     for i, (u, v) in enumerate(e for e in topo.edges if "xpu" in e[0] or "xpu" in e[1]):
         topo.edges[u, v]["bandwidth"] = float(100e9 + i * 1e9)  # every XPU link different
-    ring = TrainingWorkload(DENSE, "tp=8").communication(topo)
+    ring = units_of(TrainingWorkload(DENSE, "tp=8"), topo)
     with pytest.raises(HcsimError, match="cannot be folded: no unit class repeats") as e:
         fold_units(topo, ring, True)
     assert "\n" not in str(e.value)

@@ -1,11 +1,11 @@
-"""A training run as the workload factory the engine calls, which also tells a fold its units.
+"""A training run as the workload factory the engine calls, which also tells a fold its layout.
 
-:func:`hcsim.engine.simulate_system` builds a workload by calling its factory with the
+:func:`hcsim.fast.simulate_system` builds a workload by calling its factory with the
 XPUs it simulates (``factory(ranks, group=...)``). A :class:`TrainingWorkload` builds
 :func:`~hcsim.workload.parallel.training_graph` there and, through its
-:meth:`~TrainingWorkload.communication` method, tells a fold which units repeat
-(:mod:`.units`): with ``fast=True`` the engine keeps whole replicas and the gradient
-rings stand for the full data-parallel groups.
+:meth:`~TrainingWorkload.layout_data` method, tells a fold its layout (the fold reads
+the units that repeat from it: :mod:`hcsim.fast.units`): with ``fast=True`` whole
+replicas are kept and the gradient rings stand for the full data-parallel groups.
 
     >>> from hcsim.fast import simulate_system
     >>> from hcsim.platform import cxl_system
@@ -19,14 +19,29 @@ rings stand for the full data-parallel groups.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hcsim.workload.graph import Workload
 from hcsim.workload.parallel.builder import training_graph
 from hcsim.workload.parallel.layout import Layout
 
-__all__ = ["TrainingWorkload"]
+__all__ = ["LayoutData", "TrainingWorkload"]
+
+
+@dataclass(frozen=True)
+class LayoutData:
+    """What a run's layout says about its communication: the layout and the choices that shape its collectives."""
+
+    layout: Layout
+    mapping: str | Sequence[str] | None = None
+    zero: int = 0
+    sequence_parallel: bool = False
+    dp_algorithm: str = "ring"
+    tp_algorithm: str = "ring"
+    alltoall_algorithm: str = "direct"
+    experts: bool = False  # the model has expert parameters
 
 
 class TrainingWorkload:
@@ -51,15 +66,13 @@ class TrainingWorkload:
         layout = self.full_layout(len(ranks) if group is None else group)
         return training_graph(self.spec, layout, ranks, group=group, **self.options)
 
-    def communication(self, topology: Any) -> Any:
-        """The :class:`~hcsim.fast.symmetry.UnitRing` of this run on ``topology`` (raises a one-line HcsimError)."""
-        from hcsim.workload.parallel.units import layout_units
-
+    def layout_data(self, topology: Any) -> LayoutData:
+        """This run's layout on ``topology`` (checked: raises a one-line HcsimError) and its collectives' choices."""
         layout = self.full_layout(len(topology.xpus()))
         layout.check(len(topology.xpus()), self.spec)
         o = self.options
-        return layout_units(
-            layout, topology, mapping=o.get("mapping"), zero=o.get("zero", 0),
+        return LayoutData(
+            layout, mapping=o.get("mapping"), zero=o.get("zero", 0),
             sequence_parallel=o.get("sequence_parallel", False), dp_algorithm=o.get("dp_algorithm", "ring"),
             tp_algorithm=o.get("tp_algorithm", "ring"), alltoall_algorithm=o.get("alltoall_algorithm", "direct"),
             experts=bool(getattr(self.spec, "experts", 0)),

@@ -6,7 +6,9 @@ gradient collectives, which are rings over the replicas (one per stage and TP sl
 With expert parallelism the replicas of one EP group also exchange tokens
 (all-to-alls), so the group of ``ep`` replicas is what repeats. :func:`layout_units`
 describes that as a :class:`~hcsim.fast.symmetry.UnitRing` for
-:func:`hcsim.fast.symmetry.fold_units`:
+:func:`hcsim.fast.symmetry.fold_units`; :func:`units_of` reads it from a workload factory
+that tells its layout (``layout_data(topology)``: a
+:class:`~hcsim.workload.parallel.factory.LayoutData`):
 
 * **units**: the EP groups of replicas (a replica when ``ep = 1``), in replica order,
   each listing its XPUs in rank order (position ``(e*pp + p)*tp + t``: replica ``e`` of
@@ -38,12 +40,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hcsim.collectives import TopologyView
+from hcsim.collectives.registry import algorithm, build_plan
 from hcsim.errors import HcsimError
 from hcsim.fast.symmetry import UnitRing
+from hcsim.workload.graph import ALGORITHMS
 from hcsim.workload.parallel.comms import DP_SYNC, TP_PATTERNS
 from hcsim.workload.parallel.layout import Layout, RankGrid
 
-__all__ = ["layout_units"]
+__all__ = ["layout_units", "units_of"]
+
+
+def units_of(factory: Any, topology: Any) -> UnitRing | None:
+    """The units a fold keeps or drops whole, for a workload factory that tells its layout (else None).
+
+    A factory with ``layout_data(topology)`` (a
+    :class:`~hcsim.workload.parallel.factory.TrainingWorkload`) is folded by its units;
+    any other by the data-parallel ring of its XPUs. Raises a one-line HcsimError where
+    the layout cannot be folded.
+    """
+    read = getattr(factory, "layout_data", None)
+    if read is None:
+        return None
+    d = read(topology)
+    return layout_units(
+        d.layout, topology, mapping=d.mapping, zero=d.zero, sequence_parallel=d.sequence_parallel,
+        dp_algorithm=d.dp_algorithm, tp_algorithm=d.tp_algorithm, alltoall_algorithm=d.alltoall_algorithm,
+        experts=d.experts,
+    )  # fmt: skip
+
 
 _PROBE_BYTES = float(2**20)  # any size: the pairs of a plan do not depend on it
 
@@ -65,9 +90,6 @@ def layout_units(
     ``experts``: whether the model has expert parameters (their gradient rings go over
     the replicas holding the same experts); default ``layout.ep > 1``.
     """
-    from hcsim.collectives import TopologyView
-    from hcsim.collectives.registry import algorithm, build_plan
-
     xpus = topology.xpus()
     layout.check(len(xpus))
     grid = RankGrid(layout, xpus, mapping)
@@ -152,6 +174,4 @@ def layout_units(
 
 
 def _default(kind: str) -> str:
-    from hcsim.workload.graph import ALGORITHMS
-
     return ALGORITHMS[kind][0]
