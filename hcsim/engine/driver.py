@@ -1,54 +1,16 @@
 """The event loop of a controller actor, written once: activities, timers and the wait.
 
-Every controller in hcsim (the engine's, the cluster scheduler's, JSQ batching's and
-each queue-selection manager's) is one SimGrid actor that starts activities, waits for
-the next one to complete or for the next date it set itself, and reacts. A
-:class:`Driver` owns what that takes:
+Every controller in hcsim (the engine's, the cluster scheduler's, JSQ batching's, each
+queue-selection manager's) is one SimGrid actor driven by a :class:`Driver`: the
+``ActivitySet`` it waits for and the key each activity's owner gave; *timers* in one
+or more *lanes*; *exec ends* (an exec looked at when it would end alone on its XPU,
+instead of waiting in the ``ActivitySet``); and *observers* told of every flow started
+through :meth:`Driver.add_flow` and of its end or cancellation, before its owner is.
 
-* the ``ActivitySet`` of activities it waits for, and the *owner map* from each of them
-  to the key its owner gave (what to do when it completes);
-* *timers*: dates at which the owner wants to be called back, in one or more *lanes*
-  (heaps). At a wake-up every due entry of lane 0 is handled first, then lane 1, and so
-  on, each lane in (date, order, insertion) order, so a controller can say which kind
-  of event goes first at one instant (the cluster: job ends, then arrivals, then
-  quanta). A timer can be cancelled, which also keeps it from waking anyone;
-* *exec ends*: an exec that the owner knows would end at a date if it has its XPU to
-  itself is looked at then, instead of sitting in the ``ActivitySet`` (whose
-  ``wait_any`` costs time in proportion to its size: 5.5 us per wake-up empty, 15 us
-  with 64 activities). SimGrid stays the judge: at that date the exec is completed only
-  if ``test()`` says it is done (or nothing remains of it), and is waited for otherwise;
-* *observers* of flows: whoever registers one is told of every flow started through
-  :meth:`Driver.add_flow` and of its end (or cancellation), before the owner is. The
-  memoized fast path (:mod:`hcsim.fast.memoize`) relies on seeing every flow of the
-  simulation: it observes the driver instead of trusting its callers to tell it.
-
-The loop (:meth:`Driver.run`) sleeps until the earliest due date when nothing is in
-flight, waits for the next completion otherwise (up to that date), then hands back the
-completed activity, then every due timer, then calls ``after_wake``. It ends when
-nothing is in flight and no timer is left. Only one activity completes per wake-up: a
-second one ending at the same date is handed back at the next wake-up, at the same
-date (:meth:`Driver.drain` takes them all at once where a controller needs that).
-
-Example: a timer and an exec::
-
-    >>> from hcsim.engine.driver import Driver
-    >>> from hcsim.simgrid_runtime import import_simgrid, new_engine, run_isolated
-    >>> def demo():
-    ...     sg = import_simgrid()
-    ...     engine = new_engine()
-    ...     host = engine.netzone_root.add_netzone_full("z").add_host("h", 1e9)
-    ...     seen = []
-    ...     def controller():
-    ...         d = Driver(sg)
-    ...         d.add_timer(0.5, "half a second")
-    ...         d.watch(sg.this_actor.exec_async(2e9), "two seconds of work")
-    ...         d.run(lambda act, key, now: seen.append((now, key)), lambda key, now: seen.append((now, key)))
-    ...     host.add_actor("controller", controller)
-    ...     engine.netzone_root.seal()
-    ...     engine.run()
-    ...     return seen
-    >>> run_isolated(demo)
-    [(0.5, 'half a second'), (2.0, 'two seconds of work')]
+Invariant: at a wake-up the completed activity is handed back first, then every due
+timer, lane 0 first, each lane in (date, order, insertion) order; an exec is completed
+only if SimGrid says it is done. The loop ends when nothing is in flight and no timer
+is left. ``docs/fast-paths.md`` ("The kernel's own speed-ups") says why.
 """
 
 from __future__ import annotations
@@ -83,6 +45,27 @@ class Driver:
 
     ``horizon(now)`` is the latest date a timer may have to be handled at ``now``
     (default :func:`relative_horizon`); ``lanes`` is the number of timer heaps.
+
+    Example: a timer and an exec::
+
+        >>> from hcsim.engine.driver import Driver
+        >>> from hcsim.simgrid_runtime import import_simgrid, new_engine, run_isolated
+        >>> def demo():
+        ...     sg = import_simgrid()
+        ...     engine = new_engine()
+        ...     host = engine.netzone_root.add_netzone_full("z").add_host("h", 1e9)
+        ...     seen = []
+        ...     def controller():
+        ...         d = Driver(sg)
+        ...         d.add_timer(0.5, "half a second")
+        ...         d.watch(sg.this_actor.exec_async(2e9), "two seconds of work")
+        ...         d.run(lambda act, key, now: seen.append((now, key)), lambda key, now: seen.append((now, key)))
+        ...     host.add_actor("controller", controller)
+        ...     engine.netzone_root.seal()
+        ...     engine.run()
+        ...     return seen
+        >>> run_isolated(demo)
+        [(0.5, 'half a second'), (2.0, 'two seconds of work')]
     """
 
     def __init__(self, sg: Any, *, lanes: int = 1, horizon: Callable[[float], float] = relative_horizon) -> None:
@@ -242,8 +225,7 @@ class Driver:
         :meth:`_handed_back` and the horizon written inline, the clock read once per
         wake-up, and the set's emptiness read from the owner map (activities enter the set
         only through :meth:`watch` and :meth:`add_flow`, and leave it with their key): each
-        call into SimGrid's bindings costs about half a microsecond, and this loop runs once
-        per completed activity (620k times for one LLaMA2-13B iteration at 4096 XPUs, fast).
+        call into SimGrid's bindings costs, and this loop runs once per completed activity.
         """
         sg = self.sg
         Engine, this_actor, Timeout = sg.Engine, sg.this_actor, sg.TimeoutException

@@ -1,13 +1,15 @@
 """The exact strategy: every flow of a communication vertex is a SimGrid flow.
 
-The flows of the vertex's :class:`~hcsim.collectives.plans.FlowPlan` whose wait
-count is zero start with the vertex execution; each completion counts down the flows it
-releases, which start when their count reaches zero (in a ring: my next send waits for
+The flows of the vertex's :class:`~hcsim.collectives.plans.FlowPlan` whose wait count
+is zero start with the vertex execution; each completion counts down the flows it
+releases, which start when their count reaches zero (in a ring my next send waits for
 my last send and for my neighbour's chunk, so the ring is pipelined). An entry of size
-0 is a join (:meth:`~hcsim.collectives.schedule.Schedule.join`): no flow, it is passed
-the moment its count reaches zero and releases what waits for it. The execution is
-over when every flow has completed. Nothing is approximated: every flow contends with
-all other traffic for as long as SimGrid says.
+0 is a join: no flow, passed the moment its count reaches zero.
+
+Invariant: nothing is approximated (every flow contends with all other traffic for as
+long as SimGrid says), and no vertex starts more flows at once than the run's
+``max_flows_at_once`` (:func:`max_flows_at_once`; ``docs/fast-paths.md``, "The kernel's
+own speed-ups").
 """
 
 from __future__ import annotations
@@ -22,15 +24,12 @@ from hcsim.simgrid_runtime import settings
 __all__ = ["ExactFlows", "max_flows_at_once"]
 
 MAX_FLOWS_AT_ONCE = 20_000
-"""How many flows one communication vertex may start at once on the exact path.
+"""How many flows one communication vertex may start at once on the exact path (the options' default).
 
-Every completion costs SimGrid's ``wait_any`` time in proportion to the flows in flight
-(it registers and unregisters the waiting actor on each), so a vertex of F flows, W of
-them at once, costs about F x W x 0.5 us: measured on the CXL system,
-``cxl_shared_memory`` over 64 ranks (8,064 flows, 4,032 at once) 12 s and over 128
-ranks (32,512 flows, 16,256 at once) 302 s; over 256 ranks (65,280 at once) that rule
-gives 70 minutes, over 1024 twelve days. Past the limit the run is refused up front
-with one line instead of running for hours. ``HCSIM_MAX_FLOWS_AT_ONCE`` changes it.
+Every completion costs SimGrid's ``wait_any`` time in proportion to the flows in flight,
+so a vertex of F flows, W of them at once, costs about F x W x 0.5 us: past the limit
+the run is refused up front with one line instead of running for hours
+(``EngineOptions.max_flows_at_once``; ``HCSIM_MAX_FLOWS_AT_ONCE`` changes the default).
 """
 
 

@@ -1,25 +1,18 @@
 """One run of a workload graph inside a SimGrid simulation (paper Fig. 5), steppable.
 
 An :class:`Execution` owns the state of one workload run: which vertex executions are
-in the container, which wait, and what each completed SimGrid activity releases. It
-does not own the loop: a :class:`~hcsim.engine.driver.Driver` does (the engine's
-controller in :mod:`.simulator`, or the cluster front end running many jobs at once on
-one platform), and hands each completed activity back to :meth:`Execution.complete`.
-Several executions can thus share one simulation and really contend for links and XPUs.
+in the container, which wait, and what each completed SimGrid activity releases. A
+:class:`~hcsim.engine.driver.Driver` owns the loop and hands each completed activity
+back (the engine's controller in :mod:`.simulator`, or the cluster front end running
+many jobs on one platform). Compute vertices become execs (and flows from remote memory,
+:mod:`.memory`); communication vertices are run by a strategy (:mod:`.strategy`): the
+exact one (:mod:`.exact`, :mod:`.tasks`), or one a caller's *wing* hands in.
+:class:`EngineOptions` says how it runs.
 
-* **execution container**: the activities of running vertex executions; start vertices
-  enter at :meth:`Execution.start`;
-* **event trigger**: when a vertex execution completes, each successor whose
-  dependencies are met (and the vertex itself, for its next iteration) enters;
-* **iterations**: a vertex runs executions 0..K-1, one at a time. Execution k needs
-  execution k of each predecessor, or k-1 across a ``skip_first_iteration`` edge
-  (ignored for k = 0). The run is over when every vertex ran K times.
-
-A compute vertex becomes an ``Exec`` on its XPU (plus a ``Comm`` from its remote memory
-when its data is not local; see :mod:`.memory`). A communication vertex is run by a
-strategy (:mod:`.strategy`): flow by flow (:mod:`.collectives.exact`), or, with
-``memoize``, ring collectives step by step (:mod:`.memoize`) and every other collective
-round by round (:mod:`.rounds`): fast paths.
+Invariant (Fig. 5): a vertex runs executions 0..K-1, one at a time; execution k needs
+execution k of each predecessor, or k-1 across a ``skip_first_iteration`` edge (ignored
+for k = 0); the run is over when every vertex ran K times. This module imports no fast
+path (``docs/fast-paths.md``, "How the fast paths are built").
 """
 
 from __future__ import annotations

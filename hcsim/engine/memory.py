@@ -1,24 +1,16 @@
 """Memory semantics (paper Fig. 3): where an operator's data lives, and what that costs.
 
-A *placement policy* decides, for each compute vertex, whether its data is local (in
-the XPU's own memory) or remote, and if remote on which memory host. Data comes in
-blocks: a vertex works on block ``data`` (default: its own name), so a layer's forward
-and backward passes share one placement. The default, :func:`fill_local_first`, walks
-each XPU's compute vertices in graph order and keeps a block local while the running
-sum of block footprints fits in the XPU's memory capacity; the rest live in the XPU's
-remote memory: its CXL Type 3 device in a
-coherent run, the host DRAM behind its CPU otherwise (host properties ``cxl_memory``
-and ``host_memory``; failing those, the nearest memory host of that kind). A policy is
-any callable ``(xpu_info, vertices, coherent) -> {vertex: memory host or None}``.
+A *placement policy* decides, for each compute vertex, whether its data is local or
+remote, and if remote on which memory host; a policy is any callable ``(xpu_info,
+vertices, coherent) -> {vertex: memory host or None}``. Data comes in blocks (``data``,
+default the vertex's name), so a layer's passes share one placement. The default,
+:func:`fill_local_first`, keeps blocks local in graph order while their footprints fit
+the XPU's memory; the rest live in its CXL memory (coherent) or host DRAM (otherwise).
 
-Costs, for an operator of F flops touching M bytes on an XPU of rate R (at the
-operator's precision) and local bandwidth W:
-
-* local (roofline): max(F / R, M / W) on the XPU;
-* non-coherent remote: copy M bytes remote -> local over the platform, then the local
-  roofline time (the two in sequence);
-* coherent remote: F / R on the XPU *and* M bytes remote -> XPU over the platform, at
-  the same time; the operator ends when both have ended.
+Costs, for F flops touching M bytes at rate R and local bandwidth W: local, the
+roofline max(F / R, M / W); non-coherent remote, a copy of M bytes then the local
+roofline; coherent remote, F / R on the XPU and M bytes moved at the same time, the
+operator ending when both have. See ``docs/workloads-and-engine.md`` ("Memory").
 """
 
 from __future__ import annotations

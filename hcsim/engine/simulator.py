@@ -1,31 +1,17 @@
-"""The workload execution engine (paper Fig. 5) on SimGrid S4U.
+"""The workload execution engine (paper Fig. 5) on SimGrid S4U: :func:`simulate`.
 
-One controller actor drives the whole run (on SimGrid's raw contexts: see
-:mod:`hcsim.simgrid_runtime`), so there is at most one wake-up per completed SimGrid activity and
-nothing else. Its loop is a :class:`~hcsim.engine.driver.Driver` (flows in an
-``ActivitySet``; execs looked at when they would end alone on their XPU, so execs ending
-together cost one wake-up). The run's state and rules live in
-:class:`hcsim.engine.execution.Execution`; this module loads the platform, drives the
-loop and turns a stuck run into a deadlock message:
+One controller actor drives the whole run on a :class:`~hcsim.engine.driver.Driver`
+(on SimGrid's raw contexts, :mod:`hcsim.simgrid_runtime`), so there is at most one
+wake-up per completed SimGrid activity. The run's state and rules live in
+:class:`~hcsim.engine.execution.Execution`; this module loads the platform in a
+process of its own, runs the loop and turns a stuck run into a deadlock message naming
+the waiting vertices and the dependencies they miss. Everything the engine needs is
+read from the platform file (host properties written by the compiler), so any SimGrid
+platform with those properties can be used.
 
-* **execution container**: the set of running activities (an ``ActivitySet``); start
-  vertices enter at time 0;
-* **event trigger**: ``wait_any`` returns the next completed activity; when a vertex
-  execution completes, each successor whose dependencies are met (and the vertex
-  itself, for its next iteration) enters the container;
-* **iterations**: a vertex runs executions 0..K-1, one at a time. Execution k needs
-  execution k of each predecessor, or k-1 across a ``skip_first_iteration`` edge
-  (ignored for k = 0). The run ends when the container empties; if some vertex has not
-  run K times by then, that is a deadlock and the error names the waiting vertices and
-  the dependencies they miss.
-
-A compute vertex becomes an ``Exec`` on its XPU (plus a ``Comm`` from its remote
-memory when its data is not local; see :mod:`.memory`); a communication vertex becomes
-the ``Comm`` flows of its algorithm (see :mod:`hcsim.collectives`). All of them are real
-SimGrid activities sharing the platform's links and CPUs.
-
-Everything the engine needs is read from the platform file (host properties written by
-the compiler), so any SimGrid platform with those properties can be used.
+Invariant: :func:`simulate` runs the exact path unless a caller hands it a wing
+(:func:`hcsim.fast.simulate` does); its keyword switches map onto
+:class:`~hcsim.engine.execution.EngineOptions` in one place (``EngineOptions.of``).
 """
 
 from __future__ import annotations

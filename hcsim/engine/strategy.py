@@ -1,30 +1,19 @@
 """The seam between the Fig. 5 rules and how a communication vertex is run.
 
 An :class:`~hcsim.engine.execution.Execution` decides *when* a vertex execution starts
-and what it releases when it ends; a :class:`CommStrategy` decides *how* a
-communication vertex execution becomes SimGrid activities. Three strategies exist:
+and what it releases; a :class:`CommStrategy` decides *how* a communication vertex
+becomes SimGrid activities: :class:`~hcsim.engine.exact.ExactFlows` (every flow of its
+plan), :class:`~hcsim.engine.tasks.TaskFlows` (the same on SimGrid's Task plugin), or a
+strategy a :class:`Wing` hands in (the fast paths, :mod:`hcsim.fast`).
+:class:`RunObserver` is what else a caller may attach: told of vertex, iteration and run
+ends.
 
-* :class:`hcsim.engine.exact.ExactFlows` (the exact path): every flow of the
-  vertex's :class:`~hcsim.collectives.plans.FlowPlan` is a SimGrid flow, started
-  when the flows it waits for have completed;
-* :class:`hcsim.fast.memoize.MemoizedRings` (a fast path, ``memoize=True``): a ring
-  collective runs step by step, and steps that would repeat on an unchanged network are
-  skipped or kept out of SimGrid;
-* :class:`hcsim.fast.rounds.MemoizedRounds` (the same switch): every other
-  collective runs round by round (its plan's dependency levels), and a round measured
-  alone on its links is skipped when it repeats on quiet links; plans where round
-  barriers could hold a rank back are handed to the exact strategy.
-
-The fast paths' contract (what they approximate, the measured bounds, the tests that
-hold them) is in ``docs/fast-paths.md``.
-
-A strategy starts flows with :meth:`Execution.flow` (keys tagged ``COMM``), is handed
-each of them back when it completes, may set driver timers whose key starts with
-itself (``(strategy, ...)``, handed back to :meth:`CommStrategy.timer`), and calls
-:meth:`Execution.finish` when the vertex execution is over. A strategy that depends on
-what else crosses the network registers a
-:class:`~hcsim.engine.driver.FlowObserver` with the driver, which tells it of every
-flow of the simulation's controller; nothing is left to callers to report.
+Invariant: a strategy starts flows with :meth:`Execution.flow` (keys tagged ``COMM``),
+is handed each back when it completes, may set driver timers whose key starts with
+itself (handed back to :meth:`CommStrategy.timer`), and calls
+:meth:`Execution.finish` when the vertex execution is over. Anything that must see
+every flow observes the driver (:class:`~hcsim.engine.driver.FlowObserver`). See
+``docs/fast-paths.md`` ("How the fast paths are built").
 """
 
 from __future__ import annotations

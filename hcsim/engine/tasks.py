@@ -1,42 +1,18 @@
 """Wide communication vertices on SimGrid's Task plugin: dependencies resolved in C++.
 
-The exact strategy (:mod:`.exact`) hands every flow to the controller's
-``ActivitySet``, whose ``wait_any`` costs time in proportion to the flows in flight
-(SimGrid registers and unregisters the waiting actor on each of them). A vertex that
-starts thousands of flows at once (a direct all-to-all: N(N-1)) thus costs flows x
-flows in flight. SimGrid's Task plugin (``CommTask``, ``add_successor``,
-``enqueue_firings``) runs the same dependency graph in maestro, in C++: each flow of
-the vertex's :class:`~hcsim.collectives.plans.FlowPlan` is a ``CommTask`` (a join, of
-size 0, an ``ExecTask`` of 0 flops: a 0-byte Comm never completes), each release an
-``add_successor``, and the flows with nothing to wait for are fired when the vertex
-execution starts. The controller waits for one activity per vertex execution instead
-of one per flow: a 0-flop exec on its own host, created unstarted and started by the
-completion callback of the vertex's last flow, so the controller wakes at that very date.
+The exact strategy hands every flow to the controller's ``ActivitySet``, so a vertex
+starting thousands of flows at once costs flows x flows in flight. :class:`TaskFlows`
+runs such a vertex's :class:`~hcsim.collectives.plans.FlowPlan` on SimGrid's Task
+plugin instead: a ``CommTask`` per flow (an ``ExecTask`` of 0 flops per join), an
+``add_successor`` per release, and one 0-flop exec per vertex execution that the
+controller waits for, started by the completion callback of the vertex's last flow.
 
-Results are bit-identical to the exact strategy (the same flows start at the same
-dates; the plugin adds two 0-flop execs per flow, which take no time): checked by
-``tests/engine/test_tasks.py`` (makespan, trace and every flow's dates), measured by
-``experiments/bench_tasks.py`` (numbers in ``docs/benchmarks.md``). One caveat: when
-two vertices start at the same date, SimGrid's per-flow results depend on which one's
-flows enter first (on the exact path too: reordering the graph's edges moves flows by
-up to 2.6e-6 s there), and a task vertex's flows enter one maestro round after the
-controller's. So the Task route gives the exact engine's result for the order "the
-controller's vertices first", which is the order of the graph's successors only when
-those come first. The route is
-faster only for wide vertices (17x for a 64-rank all-to-all, 4,032 flows at once) and
-slower for narrow ones (each flow costs SimGrid three activities), so with
-``tasks=True`` only vertices starting at least :data:`TASK_WAVE` flows at once take it;
-the others run exact. It is off while a :class:`~hcsim.engine.driver.FlowObserver`
-watches the driver (memoize): task flows do not pass through ``Driver.add_flow``.
-By default (``tasks=None``) every vertex starting at least :data:`TASK_WAVE` flows at
-once takes the Task route, within the exact engine's flows-at-once limit
-(:data:`.exact.MAX_FLOWS_AT_ONCE`): the limit was set for ``wait_any``, but past it
-SimGrid 4.1's max-min solver also aborts on its own precision (a 256-rank direct
-allreduce on the CXL system, 255 flows a link: "Cannot saturate more a constraint that
-has no active element"; raising ``precision/work-amount`` would also coarsen every
-link's capacity test, so hcsim does not). ``tasks=True`` lifts the limit (at your own
-risk of that abort, reported in one line); ``tasks=False`` keeps every vertex on the
-controller.
+Invariant: results are bit-identical to the exact strategy (checked by
+``tests/engine/test_tasks.py``), given the controller's vertices start first at one
+date. Only vertices starting at least :data:`TASK_WAVE` flows at once take the route
+(``tasks=None``: within the flows-at-once limit; ``True``: past it; ``False``: never),
+and none while an observer watches the driver. Why, and the caveat: ``docs/fast-paths.md``
+("The kernel's own speed-ups").
 """
 
 from __future__ import annotations
@@ -49,11 +25,8 @@ from hcsim.engine.records import COMM, ActivityKey, VertexRun
 __all__ = ["TASK_WAVE", "TaskFlows"]
 
 TASK_WAVE = 512
-"""A vertex starting at least this many flows at once runs on the Task plugin (with ``tasks=True``).
-
-Measured (``experiments/bench_tasks.py``): a 32-rank direct all-to-all (992 at once) is
-2.8x faster on tasks, a 256-rank ring allreduce (256 at once) no faster, a 64-rank one
-slower."""
+"""A vertex starting at least this many flows at once runs on the Task plugin (narrower ones are faster exact:
+``experiments/bench_tasks.py``)."""
 
 SENTINEL = -1  # the flow index of the key of a vertex execution's end (the 0-flop exec the controller waits for)
 

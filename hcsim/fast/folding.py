@@ -1,85 +1,19 @@
-"""Fold a paper system to the few servers a data-parallel ring needs.
+"""Fold a paper system to the few servers a data-parallel ring needs (the zone fold).
 
-A data-parallel run on N XPUs is a ring allreduce over all of them in rank order (rank
-i sends to rank i+1 mod N) interleaved with the same compute on every XPU. Simulating
-4096 XPUs for that is wasted work: :func:`fold_data_parallel` keeps a handful of
-representative servers, and the engine runs a *reduced ring* over their XPUs (still
-2(N-1) steps of S/N bytes; that part lives in :mod:`hcsim.collectives`).
+A data-parallel run on N XPUs is a ring allreduce over all of them in rank order
+interleaved with the same compute on every XPU. :func:`fold_data_parallel` keeps the
+first and last server of a few racks (by their ``rXX/sYY`` zones), chosen so that the
+reduced ring has exactly the full ring's hop classes, and builds that sub-topology; the
+collectives keep the full group's chunk S/N and 2(N-1) steps (``group=N``,
+:mod:`hcsim.collectives`). :class:`Fold` is what every fold returns (its topology, ranks,
+group and reporting weights); :func:`induced_topology`, :func:`hop_links`,
+:func:`ranked_xpus`, :func:`xpu_type` and :func:`edge_key` are shared with
+:mod:`.symmetry`.
 
-Selection rule
---------------
-XPUs are grouped into servers (their zone ``rXX/sYY``) and servers into racks
-(``rXX``), both in rank order.
-
-* Within each chosen rack keep its first and its last server (the only one if the rack
-  has one server).
-* Choose racks so that the cyclic sequence of chosen racks (in rank order, back to the
-  first) has exactly the same set of consecutive (rack type, next rack type) pairs as
-  the cyclic sequence of all racks, including the wrap-around from the last rack to
-  rack 0; with the fewest racks (at least two if the system has several: a single rack
-  has no rack boundary), then the lowest rack numbers; rack 0 is always kept. With one
-  rack, keep rack 0. With one server in all, the fold is the identity.
-
-A rack's *type* is its XPU type (device and rates) together with the structure of its
-servers and of its rack-level switches (for the paper's systems: the XPU type alone).
-The search is a breadth-first search over (last chosen rack, pairs covered so far) that
-only ever jumps to the next rack of each type (an earlier rack of the same type never
-does worse), in increasing rack order, so the first complete cycle found is the
-shortest and, among the shortest, the lexicographically smallest.
-
-Why the reduced ring is exact (step by step)
---------------------------------------------
-* Every ring hop is of one of three classes: inside a server (XPU p to XPU p+1),
-  server to server inside a rack (the last XPU of a server to the first of the next),
-  rack to rack (the last XPU of a rack's last server to the first XPU of the next rack,
-  including the wrap to rank 0). With several types, a class also carries the sender's
-  and the receiver's type.
-* Routes are composed per zone (:mod:`hcsim.platform.routing`): a leg inside the
-  sending server up to its gateway, a leg over the rack's own switches between two
-  server gateways (or to the rack's gateway), a leg over the root switches between two
-  rack gateways, and the mirror legs down. Each leg depends only on its zone's own
-  graph, which is the same for every server of a rack and for every rack of a type
-  (:func:`fold_data_parallel` checks this with a structural signature and refuses
-  otherwise). A folded rack keeps all its rack-level switches, and server gateways hang
-  off rack switches only, so the rack leg between the first and the last server is the
-  rack leg between any two servers; the same holds for racks at the root.
-* So the reduced hop ``first server -> last server`` of a rack has the links (latency,
-  bandwidth, lanes, kind) of every full-ring ``sYY -> sYY+1`` hop of that rack type; the
-  hop from a chosen rack's last server to the next chosen rack's first server has those
-  of every full-ring boundary between racks of the same two types; the choice of racks
-  makes the two sets of rack boundaries equal; and every server keeps its 8 positions.
-  The sets of hop classes of the two rings are therefore equal.
-* Contention: an XPU sends one and receives one ring flow per step; a server has one
-  flow leaving it and one entering it, a rack likewise, on the same legs in every
-  server and rack. So every link of either ring carries at most one ring flow per
-  direction, and every flow meets the same other traffic (its own server's, which is
-  the same in every server of a type).
-* What this proves is that every ring *step* of the reduced ring takes exactly what
-  the full ring's takes (the tests check it to 1e-9), so a step-synchronous ring (the
-  engine's memoize mode) runs the same. The exact engine's ring is pipelined instead:
-  each rank sends its next chunk as soon as it has sent the last one and received its
-  neighbour's, so ranks drift apart, and how far depends on how many ranks and hops of
-  each class lie between two slow hops, which the fold changes. Measured on LLaMA2-13B
-  (exact engine, full vs folded system): identical to the last digit at 8..64 XPUs
-  (one rack, or four racks of two servers), 0.32% faster at 256 XPUs (two racks of 16
-  servers folded to two of 2).
-* Partial racks: the number of servers of a rack enters no route (the rack leg
-  between any two of its servers is the same, and a rack's uplinks are the same), so a
-  last rack with fewer servers is a rack of its type like any other. The one exception
-  is a rack of a single server, which has no server-to-server hop: the rule also
-  requires that every type with a server-to-server hop in the full system keeps a
-  chosen rack of two or more servers. Only the last rack can be that short; with the
-  alternating mixes ("H100+A100") this never adds a rack, with a per-rack list it can
-  (types H A V H A A V, the last V rack of one server: racks 0, 1, 4, 6 would cover the
-  pairs but lose V's server-to-server hop, so all seven are kept).
-
-Weights (for reporting only): every XPU of the full system is counted once, so the
-weights add up to N. A chosen rack stands for itself; any other rack is dealt, in rank
-order and round robin, to the chosen racks of its type (with two or more servers if it
-has two or more), preferring those whose types before and after in the reduced ring
-match its own neighbours in the full ring. Inside a rack, its first server is counted
-on the representative's first server and its other servers on the representative's
-last server, XPU position for XPU position.
+Invariant: every ring step of the reduced ring takes exactly what the full ring's takes
+(checked: a structural signature per rack type, and the reduced routes hop class by hop
+class); otherwise the fold is refused in one line. The selection rule and the proof are
+in ``docs/fast-paths.md`` ("Fold").
 """
 
 from __future__ import annotations
@@ -96,7 +30,7 @@ from hcsim.errors import HcsimError
 from hcsim.platform.routing import Router
 from hcsim.platform.topology import Topology
 
-__all__ = ["Fold", "fold_data_parallel", "hop_links"]
+__all__ = ["Fold", "edge_key", "fold_data_parallel", "hop_links", "induced_topology", "ranked_xpus", "xpu_type"]
 
 _SERVER = re.compile(r"^r(\d+)/s(\d+)$")
 _VALID = "valid: a paper system from cxl_system/noncoherent_system"
@@ -138,7 +72,7 @@ def fold_data_parallel(topology: Topology) -> Fold:
     See the module docstring for the selection rule and why each reduced ring step is exact.
     """
     name = str(topology.graph.get("name", ""))
-    xpus = _ranked_xpus(topology, name)
+    xpus = ranked_xpus(topology, name)
     racks, server_xpus = _layout(topology, xpus, name)
     _sign(topology, racks, server_xpus, name)
     chosen = _choose_racks(racks)
@@ -160,7 +94,8 @@ def _refuse(name: str, reason: str) -> HcsimError:
     return HcsimError(f"topology '{name}' cannot be folded: {reason} ({_VALID})")
 
 
-def _ranked_xpus(topology: Topology, name: str, refuse: Callable[[str, str], HcsimError] | None = None) -> list[str]:
+def ranked_xpus(topology: Topology, name: str, refuse: Callable[[str, str], HcsimError] | None = None) -> list[str]:
+    """The topology's XPUs in rank order (``refuse(name, reason)``: the error if ranks are missing or repeat)."""
     refuse = refuse or _refuse
     xpus = topology.nodes_of("xpu")
     if not xpus:
@@ -213,12 +148,14 @@ def _layout(topology: Topology, xpus: list[str], name: str) -> tuple[list[_Rack]
     return racks, server_xpus
 
 
-def _xpu_type(data: dict[str, Any]) -> tuple[Any, ...]:
+def xpu_type(data: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells XPUs apart for a fold: device and rates."""
     keys = ("device", "fp16_flops", "fp32_flops", "memory", "memory_bandwidth")
     return tuple(data.get(k) for k in keys)
 
 
-def _edge_key(e: dict[str, Any]) -> tuple[float, float, int, str]:
+def edge_key(e: dict[str, Any]) -> tuple[float, float, int, str]:
+    """What tells links apart for a fold: (latency, bandwidth, lanes, kind)."""
     return (float(e["latency"]), float(e["bandwidth"]), int(e.get("lanes", 1)), str(e.get("link_kind", "")))
 
 
@@ -260,14 +197,14 @@ def _sign(topology: Topology, racks: list[_Rack], server_xpus: dict[str, list[st
         raise _refuse(name, f"link '{n}'--'{m}' joins zones '{home}' and '{z}' directly (not through rack or root)")
 
     def node_sig(n: str, home: str, as_set: bool = False) -> tuple[Any, ...]:
-        links = [(_edge_key(e), level(n, m, home), desc(m)) for m, e in adjacency[n].items()]
+        links = [(edge_key(e), level(n, m, home), desc(m)) for m, e in adjacency[n].items()]
         return (desc(n), tuple(sorted(set(links) if as_set else links)))
 
     members: dict[str, list[str]] = {}
     for n, z in zone_of.items():
         members.setdefault(z, []).append(n)
     for rack in racks:
-        kinds = {_xpu_type(node_data[x]) for s in rack.servers for x in server_xpus[s]}
+        kinds = {xpu_type(node_data[x]) for s in rack.servers for x in server_xpus[s]}
         if len(kinds) > 1:
             devices = sorted({str(k[0]) for k in kinds})
             raise _refuse(name, f"rack '{rack.zone}' mixes XPU types {devices}")

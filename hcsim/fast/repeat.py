@@ -1,74 +1,17 @@
-"""Iteration memoization: once an iteration repeats the one before, extrapolate the rest.
+"""Iteration repeat: once an iteration repeats the one before, extrapolate the rest.
 
-With ``repeat=True`` (:func:`hcsim.engine.simulate`, ``simulate_system(fast=True)``,
-``hcsim run --repeat``) the engine watches the boundaries between iterations. When
-iteration k ran exactly like iteration k-1, iterations k+1 .. K-1 are not simulated:
-each is iteration k shifted by whole periods d = T_k - T_{k-1} (T_k: the date iteration
-k ended). Their trace records, busy intervals and recorded flows are copies of iteration
-k's, shifted; their activities are counted in ``memoized_activities``, not in
-``activities`` (which counts what SimGrid really ran).
+:class:`IterationRepeat` is an observer of an execution (``repeat=True``): it records
+each vertex execution's dates; when iteration k ran between two *idle* boundaries
+(nothing in flight, no vertex of k+1 started) and agrees with iteration k-1 date for
+date within :data:`REPEAT_TOLERANCE` of the period, the execution stops launching, and
+after the run iterations k+1.. are filled in as iteration k shifted by whole periods
+(their activities in ``memoized_activities``; ``result.repeat`` says what was done or
+why not). :func:`platform_is_stationary` refuses platforms with time-varying profiles.
 
-**When the boundary is idle.** The boundary T_k is *idle* when, at the moment the last
-vertex execution of iteration k ends (before anything it releases starts), nothing of
-the run is in flight: no SimGrid activity (flow or exec) is waited for, no timer or exec
-end is pending in the driver, and every vertex has started and completed exactly k+1
-executions (no vertex of iteration k+1 started early). Time 0 counts as an idle
-boundary. An iteration whose starting and ending boundaries are both idle is called
-*closed*.
-
-**Why a closed iteration repeats (the exactness argument).** The future of the run
-from an idle boundary is a function of what exists at that moment:
-
-* SimGrid's state: with nothing in flight, no LMM variable, no action and no pending
-  event remains (finished actions leave the solver; the lazy update only delays the
-  *computation* of an action's progress, and there is no action left to update). The
-  platform is the same at every date as long as it has no time-varying profile (hcsim's
-  compiler writes none; a platform file with ``speed_file``, ``bandwidth_file``,
-  ``latency_file``, ``state_file`` or a ``<profile>``/``<trace>`` is refused, see
-  :func:`platform_is_stationary`);
-* the controller's state: the counters ``started = completed = k+1`` for every vertex,
-  nothing running. The Fig. 5 rules read these counters only through differences
-  (v's execution k' needs ``completed[u] > k'`` or, across a ``skip_first_iteration``
-  edge, ``completed[u] >= k'``), which are the same at every idle boundary, *except*
-  for iteration 0, where loop-carried edges are ignored. At an idle boundary every
-  loop-carried dependency of the next iteration is already met (all counters are k+1),
-  so it constrains nothing either: the vertices that start are those without a
-  same-iteration predecessor, as at time 0, and no loop-carried edge delays anyone
-  during the iteration. So iteration 0 is no exception once the next boundary is idle;
-* the strategies' state: the exact flows keep nothing between vertex executions; memoized
-  rings keep only a cache of routes (static) and their in-flight flows (none at an
-  idle boundary); compute plans and the memory placement are decided once, before the
-  run, and never change.
-
-So, in exact arithmetic, the run from T_k is the run from T_{k-1} shifted by d: if
-iteration k is closed, iteration k+1 is iteration k shifted (and so on by induction,
-up to the last iteration, where the only difference is that nothing follows).
-
-**What floating point adds, hence the check.** SimGrid's clock is absolute: the same
-durations added to a larger date round differently (measured: per-iteration times of
-LLaMA2-13B differ by about 1e-13 relative from one iteration to the next), and its
-precision thresholds (``precision/timing``, ``precision/work-amount``) are applied to
-absolute quantities. So the engine does not extrapolate on the argument alone: it also
-requires that iteration k's start and end of every vertex execution, relative to
-T_{k-1}, equal iteration k-1's relative to T_{k-2}, and d equal iteration k-1's
-period, within :data:`REPEAT_TOLERANCE` x d. The extrapolated iterations then differ
-from a full simulation only by that rounding (held by ``tests/fast/test_repeat.py``).
-
-**What breaks it, and what the engine does.**
-
-* Iterations that overlap (a vertex of iteration k+1 starts before iteration k is
-  over, e.g. a pipeline whose loop-carried edges let the next iteration start early),
-  or activities in flight across the boundary: the boundary is not idle, nothing is
-  extrapolated (the run is simulated in full; ``result.repeat`` says why). Identical
-  in-flight sets would also be enough in principle, but comparing SimGrid's in-flight
-  progress is not attempted.
-* Timings that differ beyond the tolerance (a first iteration that runs differently,
-  e.g. because of loop-carried edges that are not met at the boundary): no
-  extrapolation until two consecutive closed iterations agree.
-* Placement that changes between iterations, a platform with time-varying profiles,
-  several executions sharing one simulation (the cluster front end): not supported; the
-  first never happens in hcsim (placement is static), the second is refused, the third
-  never turns repeat on.
+Invariant: in exact arithmetic the run from an idle boundary is the run from the one
+before, shifted; the date check covers SimGrid's rounding of an absolute clock.
+Overlapping iterations are never extrapolated. The argument is in
+``docs/fast-paths.md`` ("Repeat").
 """
 
 from __future__ import annotations

@@ -1,78 +1,18 @@
-"""Memoized rounds: a fast path for every collective, behind the strategy seam.
+"""Memoized rounds: every collective that is not a ring, round by round or whole.
 
-With ``memoize=True`` an :class:`~hcsim.engine.execution.Execution` runs the ring
-algorithms with :class:`~hcsim.fast.memoize.MemoizedRings` and every other
-communication vertex (trees, halving-doubling, direct, hierarchical, 2D rings,
-all-to-all, chains, p2p, plug-ins and MSCCL-IR schedules) with :class:`MemoizedRounds`.
-Nothing here knows an algorithm: it reads the vertex's
-:class:`~hcsim.collectives.plans.FlowPlan` only.
+With ``memoize=True`` :class:`MemoizedRounds` runs every other communication vertex
+(trees, halving-doubling, direct, hierarchical, all-to-all, p2p, plug-ins, MSCCL-IR)
+from its :class:`~hcsim.collectives.plans.FlowPlan` alone: its *rounds*
+(:func:`plan_rounds`: dependency levels, joins transparent) run round-synchronously
+where the plan is :func:`aligned` and even, and a round measured alone on its links is
+*skipped* (one timer) when a round of the same signature starts on quiet links. Other
+plans run exact and are skipped *whole* with the timeline of a run that was alone.
 
-**Rounds.** The flows of a plan fall into *rounds*, its dependency levels: a flow
-waiting for nothing is in round 0; a flow waiting for flows is one round after the
-latest of them; a join (an entry of size 0) is transparent (what waits for a join waits
-for what the join waits for). A flow of round r thus depends only on flows of earlier
-rounds. The vertex runs *round-synchronously*: all flows of a round start together, and
-the next round starts when the last one has ended.
-
-**Signatures.** A round's signature is the multiset, over its flows, of (bytes, the
-route's links as (bandwidth, latency, sharing policy, how many of the round's flows
-cross that link)). Two rounds with one signature are the same max-min problem up to
-renaming links whenever no two of their flows' bottlenecks are coupled differently
-through links the signature does not tell apart: not proven in general, held against
-the exact engine for every algorithm of the library on the configurations of
-``tests/fast/test_memoize_collectives.py`` (paper systems, a fat tree, the sweeps' extremes).
-
-**Skipping.** A round is *quiet* if, from its start to its end, no flow but its own
-crossed its links (none in flight when it started, none starting or ending meanwhile):
-it was alone, so its duration d depends on its signature only. A later round (of this
-vertex or of any other) with the same signature that starts while nothing is in flight
-on its links, no other skipped round claims them and no memoized ring is in progress on
-them (a ring skipping, frozen or with virtual flows is there with nothing in SimGrid), is
-*skipped*: no SimGrid activity,
-one driver timer at start + d. Leaving it out of SimGrid changes no other flow's rate
-(nothing else is on its links). If a flow starts on its links meanwhile, the skip is
-*interrupted*: each flow of the round is launched in SimGrid with the fraction of its
-bytes the skip had not yet moved (the round is taken to move bytes at a constant
-rate), and the round ends with them.
-
-**Plans run whole.** Round barriers are used only where they cannot hold a rank back
-(:func:`aligned`: a rank waits anyway for everything sent to it in the round before;
-*even*: every round but the last has one signature entry for all its flows, so none
-ends early). Any other plan (NCCL's pipelined double binary tree, binary trees across
-racks, pairwise all-to-all across servers, the shared-memory allreduce, ...) runs flow
-by flow through the exact strategy, and is memoized *whole*: a run that was alone on
-its links from start to end leaves its timeline (each flow's start and end); a later
-execution of the same plan (kind, algorithm, scope, bytes) starting on quiet links is
-skipped with one timer. If a flow starts on its links meanwhile, the timeline is
-replayed up to now: flows that had ended are done, flows under way are launched with
-the bytes the timeline had not moved (constant rate per flow), and the rest runs exact.
-
-**The latency-bound case.** A skipped round costs one timer whatever its flows'
-latency: nothing is materialised flow by flow, so a latency-bound round that repeats
-(100-200 us per hop) costs the same as a bandwidth-bound one.
-
-What is exact and what is approximated (numbers in ``docs/fast-paths.md``):
-
-* exact: a skipped round takes the measured duration of a round with its signature that
-  ran alone; SimGrid is deterministic, so that is the time it would take alone again;
-  rounds that meet other traffic run in SimGrid, flow by flow;
-* approximated: (1) round synchronisation, where the plan is aligned and even: the
-  exact engine starts a flow as soon as the flows it waits for have ended; in such a
-  plan they all end together when alone (one signature entry), so the barrier costs
-  nothing alone, but with foreign traffic flows of a round can end apart and the
-  barrier holds the early ones' successors back; (2) an interrupted skip (round or
-  whole plan) splits each flow's bytes by a constant rate and pays its latency again;
-  (3) a round signature is a strong hash of the max-min problem, not a canonical form
-  of it (a whole plan's key is exact: the same flows on the same links).
-
-The exact engine's refusal of a vertex starting more than ``max_flows_at_once`` flows
-is kept (a round that wide would be that many flows in SimGrid at once): memoized
-rounds do not lift it for ``direct`` or ``cxl_shared_memory`` at 256+ XPUs.
-
-Like :class:`~hcsim.fast.memoize.MemoizedRings` it observes the driver
-(:class:`~hcsim.engine.driver.FlowObserver`): every flow started through the driver,
-of this execution or any other sharing it, counts as traffic, from the moment the
-execution is created (a cluster job's flows already in flight then are not seen).
+Invariant: a round or plan in progress or skipped claims its links in the
+:class:`~hcsim.fast.ledger.LinkLedger`, and is skipped only where the ledger says the
+links are quiet (no flow, no claim, no ring in progress); a flow starting on a skipped
+round's links interrupts it. What is exact and what is approximated:
+``docs/fast-paths.md`` ("Memoized rounds").
 """
 
 from __future__ import annotations

@@ -1,88 +1,20 @@
-"""Fold any topology's data-parallel ring by symmetry found in its routes, not in its names.
+"""Fold any topology by the symmetry of its flows' routes, not of its names.
 
-:func:`hcsim.fast.folding.fold_data_parallel` folds the paper's systems by their
-``rXX/sYY`` zones. :func:`fold_by_symmetry` folds any validated topology (the fat-tree
-and leaf-spine builders, a user's heterogeneous servers) from what decides a ring
-step's timing: the ring flows' routes, the links' attributes and which flows share them.
-:func:`fold_system` is what the engine calls: the zone fold where it applies (the paper
-systems keep their results to the last bit), this one otherwise. :func:`fold_units`
-is the general form: a ring of *units* (a parallel layout's data-parallel replicas,
-:mod:`hcsim.fast.units`) with flows inside each unit and to the next;
-the data-parallel ring is its case of one-XPU units (docs/fast-paths.md has both).
+:func:`fold_system` is what the engine calls: the zone fold (:mod:`.folding`) where it
+applies, else :func:`fold_by_symmetry`, which folds the data-parallel ring of any
+validated topology. :func:`fold_units` is the general form: a :class:`UnitRing` of
+*units* (a parallel layout's replicas, :mod:`.units`) with flows inside each unit and
+to the next; the data-parallel ring is its case of one-XPU units. Colour refinement of
+the flow-link graph (every flow, ring and memory, against the directed links it
+crosses) gives an equitable partition; repetitions in the ring's word of hop colours are
+contracted to one copy; the folded topology is built and refined jointly with the full
+one.
 
-The flow-link graph and its colours
------------------------------------
-A data-parallel ring on N XPUs in rank order has N flows per step, rank i -> rank i+1
-(mod N), each on the one route :class:`~hcsim.platform.routing.Router` gives it (no
-ECMP). Each XPU that declares a ``host_memory`` or ``cxl_memory`` also gets a memory
-flow each way on its route to that memory (the engine's remote data: ``cxl_memory`` in
-a coherent run, ``host_memory`` otherwise). Resources are
-*directed* links (the compiler makes every link ``SPLITDUPLEX``). Colour refinement
-(1-dimensional Weisfeiler-Leman) on this bipartite graph starts from
-
-* a flow: what it is (ring hop, or memory flow and which memory), the sender's and the
-  receiver's device (type, flop rates, memory, memory bandwidth; a memory node's kind
-  and capacity), and the (latency, bandwidth, lanes, link kind) of each link in order;
-* a link: its (latency, bandwidth, lanes, link kind);
-
-and repeats "a link's colour += the multiset of colours of the flows on it; a flow's
-colour += the colours of its links in path order" until no class splits. The stable
-colouring is an *equitable partition*: all links of one colour carry the same number
-of flows of each colour, all flows of one colour cross the same sequence of link
-colours. It is computed once on the disjoint union of the full ring's graph and the
-folded ring's, so colours are comparable between the two.
-
-Why equal colours mean equal step times (the proof)
----------------------------------------------------
-SimGrid's raw model gives each flow its path latency plus a share of bandwidth from
-weighted max-min fairness (weight 1 / path latency) over the links' capacities. The
-max-min allocation is what progressive filling reaches: all unfrozen flows' rates rise
-in proportion to their weights, a link freezes its flows when it saturates. By
-induction over the filling, on an equitable partition flows of one colour rise and
-freeze together (their weights are equal: latency is part of the colour) and links of
-one colour saturate together (same capacity, same count of flows of each colour), so
-the rate of a flow is a function of its colour and of the quotient (the counts per
-colour pair) restricted to the colours connected to it. The folded ring's colours are
-closed under adjacency and, being colours of the joint refinement, have the full
-ring's counts; hence a flow of colour c gets the same rate, latency and so duration in
-both rings. A step (every flow starting together, as the memoize mode runs it) lasts as
-long as its slowest colour; so if the folded ring has exactly the full ring's set of
-ring-flow colours (every hop class kept, no new one) and its memory flows only colours
-of the full system's, each step lasts exactly as long in both. The chunk S/N and the
-2(N-1) steps are the full group's (``group=N``), and every representative computes as
-the XPUs of its type do. As with the zone fold, the exact engine's ring is pipelined
-and ranks drift apart by how many hops of each class lie between slow ones, which the
-fold changes: that part is measured (``tests/fast/test_folding_general.py``), not proven.
-
-The fold is checked, not trusted: whatever the selection below proposes, the folded
-topology is built, its reduced ring is routed by its own Router, and the joint
-refinement must show the colour sets above; otherwise the fold is refused with the
-first hop class it would lose or change. Per-link flow counts are part of the colour,
-so a folded ring where a representative flow shares an uplink with fewer (or more)
-ring flows than the flows it stands for is refused (e.g. ranks interleaved across
-leaves, where every uplink carries several ring flows).
-
-Selection
----------
-Write the full ring as the cyclic word of its hop colours, starting at rank 0. Then,
-with the shortest period d first (1, 2, ...), replace every maximal repetition w^m
-(m >= 2, |w| = d) of the word by one copy of w: its ranks are kept and the hop that
-left the first copy now goes to the rank that followed the last (same colour, checked
-later). A repetition that runs to the end of the word keeps its first and last copies,
-so the wrap-around hop back to rank 0 keeps its class. Start again from d = 1 until
-nothing repeats. On a fat tree (k = 16) the word is ``(A^7 B)^7 A^7 C`` per pod (A: under one
-edge switch, B: edge to edge within a pod, C: pod to pod): the rule keeps the first
-and the last XPU of the first and the last edge switch of two pods, 8 XPUs of any
-k-ary tree with k >= 4. On the coherent paper system with both memories as flows it
-picks exactly the zone fold's 32 XPUs at 256 (whole servers, since the XPUs of a CPU
-share its PCIe link to host DRAM); with CXL memory only, 8.
-If the check below refuses that choice, the selection runs again contracting only
-repetitions longer than the shortest it used (e.g. whole servers rather than XPUs inside
-one, when the XPUs of a server share the link to their memory), until one passes; if
-nothing repeats (every XPU would be kept) the fold is refused with the last reason.
-
-Weights (for reporting only): every dropped XPU is counted on the kept XPU at its
-position in the kept copy of the repetition it was dropped from, so weights add to N.
+Invariant: a fold stands only if the folded system has exactly the full system's
+ring-flow colours and only full-system memory colours: then every flow gets the same
+rate in both (weighted max-min by progressive filling), so each step lasts as long.
+Otherwise it is refused in one line. The proof and the selection: ``docs/fast-paths.md``
+("Fold by symmetry").
 """
 
 from __future__ import annotations
@@ -92,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hcsim.errors import HcsimError
-from hcsim.fast.folding import Fold, _edge_key, _ranked_xpus, _xpu_type, fold_data_parallel, induced_topology
+from hcsim.fast.folding import Fold, edge_key, fold_data_parallel, induced_topology, ranked_xpus, xpu_type
 from hcsim.platform.routing import Router
 from hcsim.platform.topology import Topology
 
@@ -126,7 +58,7 @@ def fold_by_symmetry(topology: Topology, coherent: bool | None = None) -> Fold:
     (``cxl_memory`` if true, ``host_memory`` if false, both if None).
     """
     name = str(topology.graph.get("name", ""))
-    xpus = _ranked_xpus(topology, name, _refuse)
+    xpus = ranked_xpus(topology, name, _refuse)
     if len(xpus) < 3:
         raise _refuse(name, f"a ring of {len(xpus)} XPU(s) has nothing to fold")
     return fold_units(topology, UnitRing([[x] for x in xpus], inner=[], cross=[("ring", 0, 0)]), coherent)
@@ -235,7 +167,7 @@ def _check_memory(topology: Topology, xpus: list[str], name: str, memories: tupl
 def _node_key(topology: Topology, node: str) -> tuple[Any, ...]:
     d = topology.nodes[node]
     if d.get("kind") == "xpu":
-        return ("xpu", *_xpu_type(d))
+        return ("xpu", *xpu_type(d))
     return (d.get("kind"), d.get("memory_kind"), d.get("capacity"))
 
 
@@ -263,7 +195,7 @@ def _flows(
     for what, a, b in pairs:
         path = router.path(a, b)
         links = [(tag, u, v) for u, v in zip(path, path[1:], strict=False)]
-        keys = tuple(_edge_key(topology.edges[u, v]) for u, v in zip(path, path[1:], strict=False))
+        keys = tuple(edge_key(topology.edges[u, v]) for u, v in zip(path, path[1:], strict=False))
         out.append(_Flow((what, _node_key(topology, a), _node_key(topology, b), keys), links))
     return out
 

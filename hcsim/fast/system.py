@@ -1,38 +1,15 @@
-"""One entry point from a topology to a run, with the fast paths as switches.
+"""One entry point from a topology (or a platform file) to a run, with the fast paths as options.
 
-Every caller that starts from a :class:`~hcsim.platform.Topology` (the CLI's ``run
---system``, the sweep studies, the benchmarks, the equivalence tests) goes through
-:func:`simulate_system`, so the recipe of the fast mode is written once:
+:func:`simulate_system` folds the topology (:mod:`.symmetry`: whole units of a parallel
+layout, :mod:`.units`, or the data-parallel ring's representatives), compiles it and
+runs it; :func:`simulate` runs a compiled platform. :class:`RunOptions` (the engine's
+options and ``fold``, ``memoize``, ``repeat``, ``twins``, ``late_twins``,
+``background``; ``fast=True`` turns on the first three) says how; :class:`FastPaths`
+is the wing that builds one run's ledger, strategies and observers from them.
 
-1. **fold** (:func:`hcsim.fast.symmetry.fold_system`: the paper systems' zone fold, or
-   colour refinement of the ring's flow-link graph on any other topology): keep the XPUs
-   whose ring has every hop class of the full ring, or run them all and say why; the workload is built on the kept ranks
-   with the full group size, so its collectives keep the full chunk and step count. A
-   factory with a ``communication(topology)`` method (a parallel layout:
-   :class:`hcsim.workload.parallel.factory.TrainingWorkload`) names the units it repeats
-   and their flows instead (:func:`hcsim.fast.symmetry.fold_units`): whole replicas
-   are kept;
-2. **compile** the (folded) topology to a SimGrid platform in a temporary directory;
-3. **memoize** (:class:`hcsim.fast.memoize.MemoizedRings`): ring collectives run step
-   by step and repeated steps on an unchanged network are skipped;
-4. **repeat** (:mod:`hcsim.fast.repeat`): once an iteration repeats the one before on
-   an idle network, the remaining iterations are extrapolated.
-
-Each shortcut is a switch (``fold=``, ``memoize=``, ``repeat=``; ``fast=True`` turns all on) and
-each is held to the exact engine by ``tests/fast/test_fast.py`` (the contract, with its
-measured bounds, is in ``docs/fast-paths.md``).
-
-Example: a 64 MiB ring allreduce on the 64-XPU CXL system, exact and fast::
-
-    >>> from hcsim.fast import simulate_system
-    >>> from hcsim.platform import cxl_system
-    >>> from hcsim.workload.builders import allreduce_benchmark
-    >>> def allreduce(ranks, group):
-    ...     return allreduce_benchmark(ranks, 64 * 2**20, "ring", group)
-    >>> exact = simulate_system(cxl_system(64), allreduce)
-    >>> fast = simulate_system(cxl_system(64), allreduce, fast=True)
-    >>> len(fast.fold.ranks), abs(fast.makespan / exact.makespan - 1) < 1e-6
-    (16, True)
+Invariant: a feature that is off is a part left out; a fold that cannot be proven runs
+every XPU and says why (:class:`FoldRefused`, ``result.fold_refused``). Each shortcut
+is held to the exact engine by ``tests/fast/``; the contract is in ``docs/fast-paths.md``.
 """
 
 from __future__ import annotations
@@ -209,6 +186,18 @@ def simulate_system(
     is the :class:`~hcsim.fast.folding.Fold` simulated (its ``ranks`` and ``weights``),
     or ``None``. A fold that cannot be proven for this topology (:func:`hcsim.fast.symmetry.fold_system`)
     runs every XPU instead, says why in a :class:`FoldRefused` warning and in ``result.fold_refused``.
+
+    Example: a 64 MiB ring allreduce on the 64-XPU CXL system, exact and fast::
+
+        >>> from hcsim.fast import simulate_system
+        >>> from hcsim.platform import cxl_system
+        >>> from hcsim.workload.builders import allreduce_benchmark
+        >>> def allreduce(ranks, group):
+        ...     return allreduce_benchmark(ranks, 64 * 2**20, "ring", group)
+        >>> exact = simulate_system(cxl_system(64), allreduce)
+        >>> fast = simulate_system(cxl_system(64), allreduce, fast=True)
+        >>> len(fast.fold.ranks), abs(fast.makespan / exact.makespan - 1) < 1e-6
+        (16, True)
     """
     options = RunOptions.of(options, fast=fast, **switches)
     coherent = is_coherent(topology) if coherent is None else coherent
