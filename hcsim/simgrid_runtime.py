@@ -16,7 +16,7 @@ Two facts shape this module.
   made simulations 2.6-3.3x slower (16k vs 53k activities/s on the same ring
   allreduce). So each simulation child pins itself to a CPU that no other simulation
   on the machine holds (:func:`pin_to_free_cpu`), and parallel sweeps still use every
-  core. Set ``HCSIM_PIN_CPU=0`` to turn this off (read once, by :func:`settings`).
+  core. Set ``HCSIM_PIN_CPU=0`` to turn this off (read by :func:`settings`).
 * Even pinned, a thread hand-off costs: a flow started and waited for is two of them.
   A simulation driven by *one* Python actor (the engine's controller, the cluster
   scheduler) can run that actor on SimGrid's ``raw`` contexts instead (stack switching
@@ -55,7 +55,6 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from multiprocessing.reduction import ForkingPickler
 from types import ModuleType
 from typing import Any, TypeVar
@@ -86,9 +85,8 @@ class Settings:
     max_flows_at_once: str | None  # HCSIM_MAX_FLOWS_AT_ONCE, as written (the engine validates it)
 
 
-@cache
 def settings() -> Settings:
-    """The environment variables hcsim reads, read once per process: the only place that reads them."""
+    """The environment variables hcsim reads: the only place that reads them (once per run, never on a hot path)."""
     env = os.environ
     return Settings(env.get("HCSIM_CONTEXTS", "raw"), env.get("HCSIM_PIN_CPU", "1") != "0",
                     env.get("HCSIM_MAX_FLOWS_AT_ONCE"))  # fmt: skip
