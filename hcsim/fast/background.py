@@ -121,7 +121,7 @@ class Background:
         self.frozen_ring = r
         self.ledger.thaw = self._thaw_frozen
         r.skip_generation += 1
-        self.rings._timer(now + m * d, SKIP_END, r, r.skip_generation)
+        self.rings.set_timer(now + m * d, SKIP_END, r, r.skip_generation)
         return True
 
     def thaw(self, r: Any, now: float) -> None:
@@ -150,11 +150,11 @@ class Background:
         x.result.memoized_flows += whole * len(fp)
         rings = self.rings
         if r.steps_done >= r.steps:
-            rings._finish(r, now)
+            rings.finish_ring(r, now)
             return
         chunk = fp.size[0]
         if part > 0.0:
-            rings._step(r, now, max(1, int(round(chunk * (1.0 - part)))))
+            rings.start_step(r, now, max(1, int(round(chunk * (1.0 - part)))))
             r.quiet = False  # a partial step measures nothing
         else:
-            rings._step(r, now, chunk)
+            rings.start_step(r, now, chunk)

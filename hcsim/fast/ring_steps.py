@@ -172,7 +172,7 @@ class MemoizedRings:
         r.solo, r.flow_start, r.flow_size, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
         self.rings.append(r)
         self.ledger.occupy(r.links)
-        self._step(r, now, fp.size[0])
+        self.start_step(r, now, fp.size[0])
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         """A flow of a step has ended: measure it if it ran alone; the step ends with its last flow."""
@@ -193,7 +193,7 @@ class MemoizedRings:
             if now >= r.virtual_end:
                 self._step_done(r, now)
             else:
-                self._timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
+                self.set_timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
 
     def timer(self, key: tuple, now: float) -> None:
         """A step's virtual flows have arrived, or a skip ends (unless superseded since)."""
@@ -212,7 +212,7 @@ class MemoizedRings:
         r.skip = None
         self.execution.result.memoized_flows += left * len(self.execution.flow_plans[r.v])
         r.steps_done = r.steps
-        self._finish(r, now)
+        self.finish_ring(r, now)
 
     # ------------------------------------------------------------------ groups
     def _new_group(self, layout: tuple, r: RingRun, routes: list[Route]) -> RingGroup:
@@ -225,7 +225,8 @@ class MemoizedRings:
                 twins.form(group, None)
         return group
 
-    def _finish(self, r: RingRun, now: float) -> None:
+    def finish_ring(self, r: RingRun, now: float) -> None:
+        """Ring ``r`` is over: it leaves the rings in progress, its links and its group; its vertex execution ends."""
         self.rings.remove(r)
         self.ledger.vacate(r.links)
         self.fragile.discard(r)
@@ -242,7 +243,8 @@ class MemoizedRings:
                 self.sharing.clear()
         self.execution.finish(r, now)
 
-    def _fragile(self, r: RingRun) -> None:
+    def mark_fragile(self, r: RingRun) -> None:
+        """``r`` is fragile (told of every flow at once) while it skips or holds virtual flows."""
         if r.skip is not None or r.virtual_count:
             self.fragile.add(r)
         else:
@@ -253,10 +255,8 @@ class MemoizedRings:
 
         A ring not skipping whose virtual flows have all arrived (``virtual_end``, the
         last arrival, is past) has nothing another flow could disturb until its next step:
-        materializing an arrived flow launches nothing (LLaMA2-13B's intra-server flows
-        arrive within a microsecond of a step of tens, and 26 overlapping rings used to
-        stay fragile, each told of every flow, for the rest of every step). Its step still
-        ends with its real flows or its pending VIRTUAL_END timer, as before.
+        materializing an arrived flow launches nothing. Its step still ends with its real
+        flows or its pending VIRTUAL_END timer.
         """
         fragile = self.fragile
         arrived = [r for r in fragile if r.skip is None and r.virtual_end <= now]
@@ -369,15 +369,17 @@ class MemoizedRings:
             hit = r.hits[links] = tuple(sorted(found))
         return hit
 
-    def _timer(self, at: float, tag: int, r: RingRun, generation: int) -> None:
+    def set_timer(self, at: float, tag: int, r: RingRun, generation: int) -> None:
+        """A driver timer at ``at`` for ``r`` (``tag``: SKIP_END or VIRTUAL_END; stale once its generation is)."""
         self.execution.driver.add_timer(at, (self, tag, r, generation))
 
-    def _launch_flow(self, r: RingRun, f: int, size: int, now: float) -> None:
+    def launch_flow(self, r: RingRun, f: int, size: int, now: float) -> None:
+        """Start flow ``f`` of ``r``'s step in SimGrid with ``size`` bytes."""
         src, dst = self.execution.flow_hosts[r.v]
         x = self.execution
         x.flow(src[f], dst[f], size, (x, COMM, r, f), now, r.flow_links[f])  # laid out as ActivityKey (records.py)
 
-    def _virtual_duration(self, r: RingRun, f: int, size: int) -> float:
+    def virtual_duration(self, r: RingRun, f: int, size: int) -> float:
         """How long flow f of a step takes for ``size`` bytes alone on its links (from its measured solo step)."""
         solo, lat = r.solo[f], r.flow_latency[f]
         chunk = self.execution.flow_plans[r.v].size[0]
@@ -387,7 +389,7 @@ class MemoizedRings:
         """When the last flow of the step still virtual arrives (the step's start if none): amortized O(1)."""
         if r.vends_step != r.step_id:
             start, real = r.virtual_start, r.real
-            ends = [(start + self._virtual_duration(r, g, size), g) for g in r.reps if g not in real]
+            ends = [(start + self.virtual_duration(r, g, size), g) for g in r.reps if g not in real]
             ends.sort(reverse=True)
             r.vends, r.vpos, r.vends_step = ends, 0, r.step_id
         ends, pos, real = r.vends, r.vpos, r.real
@@ -400,15 +402,15 @@ class MemoizedRings:
         """Another flow starts on a virtual flow's links: run what it has left in SimGrid from now on."""
         r.real.add(f)
         r.virtual_count -= 1
-        self._fragile(r)
+        self.mark_fragile(r)
         size = r.virtual_size
-        dur = self._virtual_duration(r, f, size)
+        dur = self.virtual_duration(r, f, size)
         elapsed = now - r.virtual_start
         r.step_generation += 1  # the step's virtual end changes
         r.virtual_end = self._virtual_end(r, size)
         if elapsed >= dur:  # it already arrived
             if not r.real_left:  # nothing of the step is in SimGrid: the new virtual end must still come
-                self._timer(max(r.virtual_end, now), VIRTUAL_END, r, r.step_generation)
+                self.set_timer(max(r.virtual_end, now), VIRTUAL_END, r, r.step_generation)
             return
         lat = r.flow_latency[f]
         moved = 0.0 if dur <= lat else max(0.0, elapsed - lat) / (dur - lat) * size
@@ -418,9 +420,9 @@ class MemoizedRings:
         result = self.execution.result
         result.memoized_flows -= 1
         result.activities += 1
-        self._launch_flow(r, f, rest, now)
+        self.launch_flow(r, f, rest, now)
 
-    def _step(self, r: RingRun, now: float, size: int) -> None:
+    def start_step(self, r: RingRun, now: float, size: int) -> None:
         """Start a step: representatives whose links carry nothing else and whose solo time is known stay virtual."""
         fp = self.execution.flow_plans[r.v]
         n = len(fp)
@@ -460,9 +462,9 @@ class MemoizedRings:
                         r.virtual_end = now + r.solo[f]  # type: ignore[operator]
                         break
             else:
-                r.virtual_end = max(now + self._virtual_duration(r, f, size) for f in reps if f not in real)
+                r.virtual_end = max(now + self.virtual_duration(r, f, size) for f in reps if f not in real)
         r.real, r.virtual_count = real, virtual_count
-        self._fragile(r)
+        self.mark_fragile(r)
         result = self.execution.result
         result.memoized_flows += n - len(real)  # virtual representatives and every twin
         r.real_left = len(real)
@@ -471,9 +473,9 @@ class MemoizedRings:
             r.flow_start[f], r.flow_size[f], r.disturbed[f] = now, size, f in busy
             if group is not None:
                 r.disturb_mark[f] = group.events_at[f] - r.own_events_at[f]
-            self._launch_flow(r, f, size, now)
+            self.launch_flow(r, f, size, now)
         if not real:
-            self._timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
+            self.set_timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
         bg = self.background
         r.bg_snap = bg.snapshot(r, now) if bg is not None and size == fp.size[0] and bg.memory_flows else None
 
@@ -482,7 +484,7 @@ class MemoizedRings:
         r.step_generation += 1
         r.steps_done += 1
         if r.steps_done >= r.steps:
-            self._finish(r, now)
+            self.finish_ring(r, now)
             return
         d = now - r.step_start
         group = r.group
@@ -495,12 +497,12 @@ class MemoizedRings:
             r.skip = (now, d, left)
             r.skip_generation += 1
             self.fragile.add(r)
-            self._timer(now + left * d, SKIP_END, r, r.skip_generation)
+            self.set_timer(now + left * d, SKIP_END, r, r.skip_generation)
             return
         if r.bg_snap is not None and self.background.freeze(r, now, d):
             return
-        self._fragile(r)
-        self._step(r, now, self.execution.flow_plans[r.v].size[0])
+        self.mark_fragile(r)
+        self.start_step(r, now, self.execution.flow_plans[r.v].size[0])
 
     def _interrupt(self, r: RingRun, now: float) -> None:
         """A flow starts on the links of a skipping ring: keep the whole steps elapsed, resume the current one."""
@@ -513,10 +515,10 @@ class MemoizedRings:
         r.skip_generation += 1  # cancels the timer
         r.step_generation += 1
         r.steps_done += whole
-        self._fragile(r)
+        self.mark_fragile(r)
         fp = self.execution.flow_plans[r.v]
         self.execution.result.memoized_flows += whole * len(fp)
         part = max(0.0, elapsed - whole)
         chunk = fp.size[0]
-        self._step(r, now, max(1, int(round(chunk * (1.0 - part)))))
+        self.start_step(r, now, max(1, int(round(chunk * (1.0 - part)))))
         r.quiet = False  # a partial step measures nothing

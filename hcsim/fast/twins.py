@@ -141,7 +141,7 @@ class Twins:
             return ("over",) if act is None else (r.flow_start[f], r.flow_size[f], act.remaining)
         if not r.virtual_count or r.solo[f] is None:  # no step under way (or nothing virtual about f)
             return ("over",) if r.virtual_count == 0 else ("unknown", f)
-        arrival = r.virtual_start + self.rings._virtual_duration(r, f, r.virtual_size)
+        arrival = r.virtual_start + self.rings.virtual_duration(r, f, r.virtual_size)
         return ("over",) if arrival <= now else ("virtual", arrival)
 
     def form(self, group: RingGroup, now: float | None) -> None:
@@ -194,7 +194,7 @@ class Twins:
                             r.virtual_count -= 1
                     elif r.acts[g] is not None:
                         cancels.append((r, g))
-            self.rings._fragile(r)
+            self.rings.mark_fragile(r)
         result, driver = self.execution.result, self.execution.driver
         for r, g in cancels:
             r.real.discard(g)
@@ -244,4 +244,4 @@ class Twins:
             r.flow_start[g], r.flow_size[g], r.disturbed[g] = now, size, True
             result.memoized_flows -= 1
             result.activities += 1
-            self.rings._launch_flow(r, g, size, now)
+            self.rings.launch_flow(r, g, size, now)
