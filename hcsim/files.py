@@ -1,4 +1,13 @@
-"""Output files: refuse unwritable paths up front, write atomically (never half a file)."""
+"""Output files: refuse unwritable paths up front, write atomically (never half a file).
+
+:func:`check_input_file` and :func:`check_output_path` refuse a missing, unreadable or
+unwritable path before any work starts, in one line naming it; :func:`atomic_path`,
+:func:`atomic_write_text` and :func:`temporary_beside` write to a temporary file beside
+the target and rename it at the end.
+
+Invariant: a crash or Ctrl-C leaves either the old file or the whole new one, never half
+a file. :mod:`hcsim.outputs` writes every format through this module.
+"""
 
 from __future__ import annotations
 

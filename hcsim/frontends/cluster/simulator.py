@@ -1,24 +1,20 @@
 """The cluster scheduler, run on the platform in SimGrid.
 
-One controller actor is the scheduler. Jobs arrive at their submit times; at every
-event (arrival, completion, end of a quantum) each partition's policy ranks its jobs
-and the placement maps them onto free GPUs. A started job runs *on the platform*:
+One controller actor is the scheduler. Jobs arrive at their submit times; at every event
+(arrival, completion, end of a quantum) each partition's policy ranks its jobs and the
+placement maps them onto free GPUs. A trace job is one SimGrid ``Exec`` on its first GPU
+for the time it has left (plus any preemption or migration overhead); a workload job
+runs its graph on its GPUs through the engine's
+:class:`~hcsim.engine.execution.Execution`, in the same simulation as every other job,
+so jobs whose traffic crosses the same links slow each other down. Preemption cancels a
+job's activities and returns its GPUs (``overhead`` seconds to pay on resume); migration
+(when enabled) moves running jobs onto used nodes when that empties one of theirs.
 
-* a trace job (``duration`` known) is one SimGrid ``Exec`` on its first GPU for the
-  time it has left, plus any preemption or migration overhead; SimGrid's remaining
-  work says how far it got when it is preempted;
-* a workload job runs its graph on its GPUs through the engine's
-  :class:`~hcsim.engine.execution.Execution`, in the same simulation as every other
-  job, so jobs whose traffic crosses the same links slow each other down.
+Invariant: a job that can never run (more GPUs than its partition has, an unknown
+partition, neither a duration nor a workload) is rejected and reported, and the run goes
+on.
 
-Preemption cancels a job's activities and returns its GPUs; the job pays ``overhead``
-seconds (8 s after Gandiva) when it resumes, anywhere. Migration (when enabled) runs
-after each completion: running jobs, smallest first, move onto GPUs of nodes already
-in use when that empties one of their nodes; the move costs ``overhead`` plus the
-job's GPU memory over the PCIe bandwidth.
-
-Jobs that can never run (more GPUs than their partition has, an unknown partition,
-neither a duration nor a workload) are rejected and reported; the run goes on.
+Guide: docs/cluster.md, "Model".
 """
 
 from __future__ import annotations

@@ -1,54 +1,20 @@
 """Per-operator FLOPs, memory traffic, parameters and activations of a transformer.
 
-One block, the input embedding and the head are lists of :class:`Operator` for ``t``
-tokens on one tensor-parallel (TP) rank (Megatron split: Q/K/V and gate/up by columns,
-out and down by rows, heads split across ranks, vocabulary-parallel embedding and head;
-norms, residual adds and the router are replicated). ``b`` is the bytes per value of
-the model's precision; ``h`` hidden, ``q = heads·d`` and ``kv = kv_heads·d`` the query
-and key/value widths, ``I`` the MLP width, ``c`` the attention context, ``tp`` the TP
-degree (KV heads are replicated when ``tp > kv_heads``: ``kv_r = max(kv_heads/tp, 1)·d``).
+:func:`block_operators`, :func:`embedding_operators` and :func:`head_operators` list
+one block, the input embedding and the head as :class:`Operator` objects for ``t``
+tokens on one tensor-parallel rank (Megatron split: Q/K/V and gate/up by columns, out
+and down by rows, heads split across ranks, vocabulary-parallel embedding and head;
+norms, residual adds and the router replicated), for a training pass, a prefill or a
+decode step. A GEMM ``m x k x n`` costs ``2mnk`` FLOPs forward and ``4mnk`` backward;
+the attention core is counted FlashAttention-style over the full square; decode reads
+the KV cache; memory-bound operators move their reads plus writes; MoE experts assume
+balanced routing.
 
-**GEMM** ``[m x k] @ [k x n]`` (every linear): forward ``2mnk`` FLOPs, backward ``4mnk``
-(input gradient and weight gradient, ``2mnk`` each). Bytes: forward reads the weight and
-the input and writes the output, ``b(kn + mk + mn)``; backward reads the weight, the
-input and the output gradient and writes the input and weight gradients,
-``2b(kn + mk + mn)``.
+Invariant: training FLOPs of a whole model equal ``6 x (matmul parameters) x tokens +
+12 x L x s x q x tokens`` plus the memory-bound operators (tested to 1e-12); biases count
+in parameters and weight bytes, not in FLOPs.
 
-* ``attn.qkv``: ``m = t``, ``k = h``, ``n = (q + 2·kv)/tp``; ``attn.out``: ``k = q/tp``, ``n = h``;
-* ``mlp.up``: ``n = 2I/tp`` gated (gate and up fused, as Table 4's "Linear (up)") or ``I/tp``;
-  ``mlp.down``: ``k = I/tp``, ``n = h``;
-* ``head.lm``: ``n = ceil(V/tp)``.
-
-**Attention core** (``attn.core``, FlashAttention-style: the ``c x c`` scores stay on
-chip): ``QK^T`` and ``AV`` are ``2·t·c·d`` FLOPs per head each, so forward
-``4·t·c·q/tp`` and backward twice that. The full square is counted (no causal halving),
-as Table 4 and the ``6N + 12·L·s·h`` rule do. Bytes: train/prefill read Q, K, V and
-write O, ``b·t·(2q/tp + 2kv_r)``. **Decode** (``t = batch``
-new tokens, ``c`` = KV length): the same FLOPs with ``t = b``, and the KV cache is read:
-``2·t·c·kv_r·b`` bytes (:attr:`Operator.kv_cache_bytes`), plus Q, O and the new K, V.
-Summed over the blocks at ``tp = 1`` that is ``2·L·kv_heads·d·c·batch·b``.
-
-**Memory-bound operators** (norms, residual adds, activations, the loss): FLOPs per
-element 4 (norm), 1 (add), 4 (activation: SiLU·mul or GELU), 5 (softmax cross-entropy);
-bytes are reads plus writes: norm ``2·t·h·b``, add ``3·t·h·b``, gated activation
-``3·t·I/tp·b`` (GELU ``2·t·I/tp·b``). Backward: twice the forward FLOPs and bytes.
-
-**MoE** (``moe.router``, ``moe.experts``): the router is a GEMM ``t x h x E`` (replicated).
-With balanced routing every expert-parallel (EP) rank processes ``t·top_k``
-token-expert pairs (each of ``ep`` ranks sends ``t·top_k`` pairs, spread over ``ep``
-ranks), so the experts' FLOPs are ``2·t·top_k·mats·h·I_e/tp`` forward (``mats`` 3 gated,
-2 GELU) whatever ``ep``; their weights are ``E/ep`` experts per rank, of which a step
-touches ``E/ep·(1 - (1 - top_k/E)^(t·ep))`` in expectation (uniform routing: all of them
-once tokens are many; few in a small decode batch).
-
-**Embedding** (vocabulary-parallel): no FLOPs forward; reads ``t`` rows and writes the
-output, ``2·t·h·b`` bytes; backward scatters the gradient (``t·h`` FLOPs).
-
-**Activations kept for the backward pass** (train only): the input of every GEMM, norm
-and activation; Q, K, V, O and the softmax statistics (4 bytes per head and token) for
-the attention core; 0 for inference phases (whose backward FLOPs and bytes are 0 too).
-
-Biases (GPT-style) are counted in parameters and weight bytes, not in FLOPs.
+Every formula: docs/models.md, "Operator formulas".
 """
 
 from __future__ import annotations

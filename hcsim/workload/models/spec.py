@@ -4,28 +4,19 @@
 transformer: blocks, hidden width, attention heads and KV heads (grouped-query attention),
 MLP width (SwiGLU's three matrices or a GELU MLP's two), vocabulary, default sequence
 length, precision, and for mixture-of-experts models the experts, top-k and expert width.
-
-Parameter count (``h`` hidden, ``d = h / heads`` head width, ``q = heads·d``,
-``kv = kv_heads·d``, ``I`` MLP width, ``V`` vocabulary, ``L`` blocks):
-
-* attention: ``h·q`` (Q) + ``2·h·kv`` (K, V) + ``q·h`` (out);
-* dense MLP: ``3·h·I`` gated (gate, up, down) or ``2·h·I``;
-* MoE block: ``E·3·h·I_e`` experts + ``h·E`` router; every ``moe_every``-th block is MoE;
-* norms: 2 per block and a final one, ``h`` each (RMSNorm) or ``2h`` (LayerNorm with bias);
-* ``bias`` models (GPT-style) add a bias to every linear: ``q + 2kv + h`` and ``I (+I) + h``;
-* embeddings ``V·h``, the LM head another ``V·h`` unless tied, learned positions
-  ``position_embeddings·h``.
-
-Active parameters count only ``top_k`` of the ``E`` experts per MoE block.
-
-Presets follow the published HuggingFace ``config.json`` files (GPT-3 175B its paper,
-Table 2.1): see :data:`PRESETS`. :func:`load_model` takes a preset name or a
-``config.json`` path (LLaMA / Mistral / Mixtral keys, or GPT-2's ``n_embd`` family)::
+Presets (:data:`PRESETS`) follow the published HuggingFace ``config.json`` files (GPT-3
+175B its paper); :func:`load_model` takes a preset name or a ``config.json`` path
+(LLaMA / Mistral / Mixtral keys, or GPT-2's ``n_embd`` family)::
 
     >>> from hcsim.workload.models import load_model
     >>> m = load_model("llama2-13b")
     >>> round(m.parameters() / 1e9, 2)
     13.02
+
+Invariant: every preset's parameter count is within 1% of the published size (GPT-2
+124M exactly); active parameters count only ``top_k`` of the ``E`` experts.
+
+The parameter formulas and the presets' table: docs/models.md, "The spec", "Presets".
 """
 
 from __future__ import annotations

@@ -1,26 +1,19 @@
 """The training iteration of a transformer under a ``dp x tp x pp (x ep)`` layout, as a workload graph.
 
-One iteration is one optimizer step: every pipeline (data-parallel replica) runs ``m``
-microbatches through its stages in the order of the pipeline schedule
-(:mod:`.schedules`), then synchronizes gradients (:mod:`.comms`). Per rank, the
-vertices of the iteration form one chain in schedule order (a rank runs one operator
-at a time, as a GPU stream does), joined across ranks by the collectives:
+:func:`training_graph`: every pipeline (data-parallel replica) runs ``m`` microbatches
+through its stages in the order of the pipeline schedule (:mod:`.schedules`), then
+synchronizes gradients (:mod:`.comms`). A **compute vertex** per part of a unit
+(:mod:`.costs`), pass and microbatch is named ``{xpu}/F{mb}.{unit}.{part}`` (``B`` for
+backward) and shares the unit's data block ``{xpu}/{unit}``; **TP** collectives
+(``tp{d}.{p}/...``), **EP** all-to-alls (``ep...``), **PP** p2p (``pp{d}.{t}/F{mb}.s{p}``)
+and the **DP/ZeRO** gradient collectives (``dp.{p}.{t}/{unit}...``) join the ranks.
 
-* a **compute vertex** per part of a unit (:mod:`.costs`), pass and microbatch, named
-  ``{xpu}/F{mb}.{unit}.{part}`` (``B`` for backward): ``flops``, ``mem_bytes``,
-  ``footprint`` (on the unit's first vertex: its training state and kept
-  activations; the unit's vertices share its data block ``{xpu}/{unit}``, placed local
-  or remote by the engine's placement as for any workload);
-* **TP** collectives among the stage's ranks around each half (``tp{d}.{p}/...``),
-  **EP** all-to-alls among the EP group (``ep...``), **PP** p2p between consecutive
-  stages (``pp{d}.{t}/F{mb}.s{p}``), and the **DP/ZeRO** gradient collectives per unit
-  (``dp.{p}.{t}/{unit}...``), whose results the next iteration's first forward of the
-  unit waits for (a ``skip_first_iteration`` edge); each rank's next iteration also
-  waits for the end of its chain.
+Invariant: per rank, the vertices of an iteration form one chain in schedule order (a
+rank runs one operator at a time, as a GPU stream does); the next iteration's first
+forward of a unit waits for its gradients (a ``skip_first_iteration`` edge), and each
+rank's next iteration for the end of its chain.
 
-The graph carries ``samples_per_iteration`` (``dp x m x micro_batch`` sequences) and
-``layout``. ZeRO-3 gathers parameters once per pass (not per microbatch). Vertices of
-one rank are checked when built; the rest are copies with other locations.
+Guide: docs/parallelism.md, "The graph".
 """
 
 from __future__ import annotations

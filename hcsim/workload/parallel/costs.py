@@ -1,23 +1,19 @@
 """What one rank computes and keeps per pipeline unit: operators folded into vertex-sized parts.
 
-A transformer block's operators (:func:`hcsim.workload.models.ops.block_operators`, per TP
-rank) are folded into the parts the training graph runs as single compute vertices,
-between the communications that separate them:
+A transformer block's operators (:func:`hcsim.workload.models.ops.block_operators`, per
+TP rank) are folded into the parts the training graph runs as single compute vertices,
+between the communications that separate them: **attention** (norm, QKV, core, output),
+**mlp** (the rest of a dense block; in a MoE block the operators around the experts) and
+**experts** (between dispatch and combine). The embedding and the LM head (+ loss) are
+one part each, on the first and last stage.
 
-* **attention**: every operator up to the last ``attn.*`` one (norm, QKV, core, output);
-* **mlp**: the rest of a dense block; in a MoE block, the operators around the experts
-  (norm, router, residual: they run before the dispatch all-to-all);
-* **experts**: the ``experts`` operators of a MoE block (between dispatch and combine).
+Memory per rank (what decides local vs remote placement): the parameters' training state
+(fp16 mixed precision: 2 bytes of weights, 2 of gradients, 12 of optimizer state; fp32:
+4 + 4 + 8; ZeRO-1/2/3 shard the optimizer state, then the gradients, then the weights
+over the data-parallel group) plus the part's kept activations times the microbatches
+the stage keeps at once (:func:`hcsim.workload.parallel.schedules.in_flight`).
 
-The embedding and the LM head (+ loss) are one part each, on the first and last stage.
-
-**Memory per rank** (what decides local vs remote placement): the parameters' training
-state plus the activations kept for the backward pass. With mixed precision (fp16) a
-parameter costs 2 bytes of weights, 2 of gradients and 12 of optimizer state (fp32
-master copy and Adam's two moments); in fp32, 4 + 4 + 8. ZeRO-1 shards the optimizer
-state over the data-parallel group, ZeRO-2 also the gradients, ZeRO-3 (FSDP) also the
-weights. Activations: the part's ``activation_bytes`` times the microbatches the stage
-keeps at once (:func:`hcsim.workload.parallel.schedules.in_flight`).
+Guide: docs/parallelism.md, "The graph" (Memory).
 """
 
 from __future__ import annotations

@@ -3,21 +3,18 @@
 Every XPU holds one *rank* with coordinates ``(d, p, t)``: data-parallel replica ``d``,
 pipeline stage ``p``, tensor-parallel slice ``t``. The mapping walks the XPUs in the
 topology's order, servers grouped (:meth:`hcsim.collectives.TopologyView.by_server`),
-and fills the innermost dimension first. The default order ``tp,pp,dp`` (innermost
-first) is Megatron's: a TP group is ``tp`` consecutive XPUs, so inside one server when
-``tp`` divides the server size; the stages of a pipeline are consecutive groups (servers
-for ``tp`` = server size); data-parallel replicas are outermost. Any permutation of the
-three names, or an explicit list of XPU names in rank order, replaces it.
-
-Expert parallelism is carved out of data parallelism (as in Megatron-Core): the EP group
-of rank ``(d, p, t)`` is the ``ep`` replicas ``d' = ep*(d // ep) .. ep*(d // ep) + ep-1``
-at the same ``(p, t)``, which hold different experts; expert gradients are synchronized
-over the ``dp / ep`` replicas holding the same experts (``d' = d mod ep``).
+innermost dimension first; the default order ``tp,pp,dp`` is Megatron's (TP groups of
+consecutive XPUs, inside one server when ``tp`` divides the server size). Any
+permutation, or an explicit list of XPU names in rank order, replaces it. Expert
+parallelism is carved out of data parallelism (Megatron-Core): the EP group of rank
+``(d, p, t)`` is ``ep`` consecutive replicas at the same ``(p, t)``.
 
     >>> from hcsim.workload.parallel.layout import Layout, RankGrid
     >>> grid = RankGrid(Layout.parse("dp=2,tp=2,pp=2"), [f"x{i}" for i in range(8)])
     >>> grid.tp_group(0, 1), grid.dp_group(1, 0), grid.stage_ranks(1, 1)
     (['x2', 'x3'], ['x2', 'x6'], ['x6', 'x7'])
+
+Guide: docs/parallelism.md, "Layout and rank mapping".
 """
 
 from __future__ import annotations

@@ -1,36 +1,24 @@
 """What a fold may keep or drop whole in a parallel layout: its units and their flows.
 
-A ``dp x tp x pp (x ep)`` training iteration is the same program on every data-parallel
-replica: the replicas differ only in the data they train on, and meet only in the
-gradient collectives, which are rings over the replicas (one per stage and TP slice).
-With expert parallelism the replicas of one EP group also exchange tokens
-(all-to-alls), so the group of ``ep`` replicas is what repeats. :func:`layout_units`
-describes that as a :class:`~hcsim.fast.symmetry.UnitRing` for
-:func:`hcsim.fast.symmetry.fold_units`:
+The replicas of a ``dp x tp x pp (x ep)`` iteration run the same program and meet only
+in the gradient ring allreduces (with experts, an EP group of ``ep`` replicas also
+exchanges tokens, so the group is what repeats). :func:`layout_units` describes that as
+a :class:`~hcsim.fast.symmetry.UnitRing` for :func:`hcsim.fast.symmetry.fold_units`: the
+units (EP groups of replicas, XPUs in rank order), the flows inside a unit (its TP, EP
+and PP collectives' pairs, from the plans of the algorithms the run will use) and the
+flows between consecutive units (the gradient rings' hops).
 
-* **units**: the EP groups of replicas (a replica when ``ep = 1``), in replica order,
-  each listing its XPUs in rank order (position ``(e*pp + p)*tp + t``: replica ``e`` of
-  the group, stage ``p``, TP slice ``t``);
-* **inner flows**: every (sender, receiver) pair the unit's own collectives use, taken
-  from the flow plans of the algorithms the run will use (TP allreduces, or the
-  sequence-parallel allgather/reduce-scatter; the EP all-to-alls; the gradient rings'
-  hops between replicas of one EP group), and the pipeline's p2p both ways;
-* **cross flows**: the hops of the gradient rings from a unit's last replica to the
-  next unit's first (and, with experts, from each replica to the one holding the same
-  experts in the next unit).
-
-The fold keeps whole units and the gradient collectives stand for the full groups
-(:func:`hcsim.workload.parallel.training_graph` with ``group``), which only a ring can
-do: a data-parallel algorithm that is not a ring (or a ring whose flows are not rank i
--> rank i+1) is refused in one line, and the run simulates every XPU. Every unit must
-show the same pairs by position (checked), so what the fold models of one unit is what
-each unit runs.
+Invariant: every unit shows the same pairs by position (checked), and only the ring
+algorithm may carry the gradients across units; any other is refused in one line and
+the run simulates every XPU.
 
     >>> from hcsim.platform import cxl_system
     >>> from hcsim.workload.parallel.layout import Layout
     >>> ring = layout_units(Layout.parse("dp=4,tp=8,pp=2"), cxl_system(64))
     >>> len(ring.units), len(ring.units[0]), len(ring.cross), len(ring.inner)
     (4, 16, 16, 32)
+
+Guide: docs/parallelism.md, "What a fold keeps".
 """
 
 from __future__ import annotations
