@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 XPUS_FROM = ("auto", "property", "all-hosts")
-"""How ``hcsim run --platform`` picks the XPUs of a platform file (see the module docstring)."""
+"""How ``hcsim run --platform`` picks the XPUs of a platform file (docs/platform.md, "Platforms written by others")."""
 
 NETWORK_MODELS = ("file", "raw")
 """``file``: the model the platform file names (or SimGrid's default); ``raw``: force SimGrid's raw model."""

@@ -134,7 +134,7 @@ def block_operators(
     context: int | None = None,
     phase: str = "train",
 ) -> list[Operator]:
-    """One transformer block for ``tokens`` tokens on one TP rank (see the module docstring).
+    """One transformer block for ``tokens`` tokens on one TP rank (formulas: docs/models.md, "Operator formulas").
 
     ``layer`` picks a dense or MoE block (``moe_every``); ``phase`` "train", "prefill" or
     "decode" (decode: ``tokens`` = batch, ``context`` = KV length; train and prefill:

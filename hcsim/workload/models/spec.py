@@ -36,7 +36,7 @@ BYTES_PER_VALUE = {"fp16": 2, "fp32": 4}
 
 @dataclass(frozen=True)
 class TransformerSpec:
-    """A decoder-only transformer's shape (see the module docstring for the formulas)."""
+    """A decoder-only transformer's shape (the parameter formulas: docs/models.md, "The spec")."""
 
     name: str
     layers: int  # transformer blocks
