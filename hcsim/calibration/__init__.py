@@ -11,7 +11,7 @@ cites a public microbenchmark, datasheet or NCCL's own source. The layer sits be
 ...                      fwd_bytes=2 * (8192 * 4096 + 4096 * 14336 + 8192 * 14336), bwd_bytes=0.0,
 ...                      gemm=(8192, 14336, 4096))
 >>> round(op_seconds(up, "fwd", "bf16", calib) * 1e6)  # microseconds
-1252
+1251
 >>> nccl_select("allreduce", 1 << 30, 16, 2, calib)
 ('nvls_tree', 'Simple')
 

@@ -24,9 +24,12 @@ ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "pat", "p2p")
 PROTOCOLS = ("LL", "LL128", "Simple")
 # NCCL's treeCorrectionFactor[proto][log2(bytes/64)], 64 B .. 256 MiB (tuning.cc, v2.30.7)
 _TREE_CORRECTION = {
-    "LL": (1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0),
-    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.8, 0.9, 0.9, 0.9, 0.9, 1.0, 1.0, 1.0),
-    "Simple": (0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5, 0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.7, 0.7, 0.8, 0.9, 0.9, 0.9),
+    "LL": (1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5,
+           0.4, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6,
+              0.6, 0.6, 0.6, 0.6, 0.8, 0.9, 0.9, 0.9, 0.9, 1.0, 1.0, 1.0),
+    "Simple": (0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5,
+               0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.7, 0.7, 0.8, 0.9, 0.9, 0.9),
 }  # fmt: skip
 
 
@@ -86,10 +89,10 @@ def _model(
         total = min(intra_bw, inter_bw)
     nch = calib.channels
     ll_max = calib.ll_max_bw[idx2] / 1e9
-    base = calib.base_latency[algo][p] * 1e6
-    intra_lat = calib.hw_latency_nvlink[algo][p] * 1e6
-    net_algo = "tree" if ppn == 1 else algo
-    inter_lat = calib.hw_latency_net[net_algo][p] * 1e6  # + graph latencyInter, taken as 0
+    table = "ring" if algo == "p2p" else algo  # p2p is not in NCCL's tables: one ring step's latency
+    base = calib.base_latency[table][p] * 1e6
+    intra_lat = calib.hw_latency_nvlink[table][p] * 1e6
+    inter_lat = calib.hw_latency_net["tree" if ppn == 1 else table][p] * 1e6  # + graph latencyInter, taken as 0
 
     if algo == "ring":
         bus = total
@@ -118,7 +121,9 @@ def _model(
         if proto == "LL":
             bus = min(bus / 3.8, ll_max)
         elif proto == "LL128":
-            bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * calib.per_channel_tree_ll128_bw[idx2] / 1e9)
+            bus = min(
+                bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * calib.per_channel_tree_ll128_bw[idx2] / 1e9
+            )
         # the x0.85 of the TREE pattern is not applied: balanced trees on rail-optimised nodes (assumption)
         lat = base + 2 * ((ppn - 1) * intra_lat + _log2i(nodes) * inter_lat)
         return lat, bus * 0.5
@@ -164,9 +169,7 @@ def _model(
             t_per_byte = max(t_per_byte, intra_share / intra_bw)
         if inter_share:
             t_per_byte = max(t_per_byte, inter_share / (inter_bw / ppn))
-        hw = calib.hw_latency_nvlink if nodes == 1 else calib.hw_latency_net
-        lat = calib.base_latency["ring"][p] * 1e6 + hw["ring"][p] * 1e6
-        return lat, 1.0 / t_per_byte
+        return base + (intra_lat if nodes == 1 else inter_lat), 1.0 / t_per_byte
     return None
 
 
@@ -200,9 +203,11 @@ def nccl_time(
         raise HcsimError(f"protocol {protocol!r} is unknown (valid: {', '.join(PROTOCOLS)})")
     if ranks == 1:
         return 0.0, 0.0, 0.0
-    model = _model(kind, ranks, nodes, ppn, algorithm, protocol, calib) if _enabled(
-        algorithm, protocol, kind, calib
-    ) else None
+    model = (
+        _model(kind, ranks, nodes, ppn, algorithm, protocol, calib)
+        if _enabled(algorithm, protocol, kind, calib)
+        else None
+    )
     if model is None:
         raise HcsimError(
             f"{algorithm}/{protocol} is not available for {kind} on {ranks} ranks over {nodes} nodes of "
@@ -247,7 +252,9 @@ def nccl_select(kind: str, nbytes: float, ranks: int, nodes: int, calib: Calibra
         return ("ring", "Simple")
     best = None
     order = ("tree", "ring", "nvls", "nvls_tree", "pat", "p2p")  # NCCL's algorithm index order
-    cands = sorted(_candidates(kind, ranks, nodes, ppn, calib), key=lambda ap: (order.index(ap[0]), PROTOCOLS.index(ap[1])))
+    cands = sorted(
+        _candidates(kind, ranks, nodes, ppn, calib), key=lambda ap: (order.index(ap[0]), PROTOCOLS.index(ap[1]))
+    )
     for algo, proto in cands:
         t = nccl_time(kind, nbytes, ranks, nodes, algo, proto, calib)[0]
         if best is None or t < best[0]:

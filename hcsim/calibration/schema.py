@@ -12,6 +12,7 @@ YAML key is a one-line :class:`~hcsim.errors.HcsimError`. Numbers are converted 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -235,7 +236,9 @@ def _entry(raw: Any, spec: _Leaf, path: str) -> Entry:
             raise HcsimError(f"calibration {path}: missing {key!r} (valid: {{value, unit, source, note}})")
     source = raw.get("source")
     if not isinstance(source, str) or not source.strip():
-        raise HcsimError(f"calibration {path}: entry has no source (valid: a non-empty string naming the public source)")
+        raise HcsimError(
+            f"calibration {path}: entry has no source (valid: a non-empty string naming the public source)"
+        )
     note = raw.get("note", "")
     if not isinstance(note, str):
         raise HcsimError(f"calibration {path}: note {note!r} is not a string")
@@ -321,9 +324,7 @@ def _table(entries: dict[str, Entry], section: str, nseq: int) -> MappingProxyTy
                 raise HcsimError(f"calibration {entry.path}: every value is null (valid: at least one number)")
             table[(d, mask == "causal")] = entry.si
     if not table:
-        raise HcsimError(
-            f"calibration attention.{section}: no table (valid keys: {', '.join(k for k in _TABLE_KEYS)})"
-        )
+        raise HcsimError(f"calibration attention.{section}: no table (valid keys: {', '.join(k for k in _TABLE_KEYS)})")
     return MappingProxyType(table)
 
 
@@ -419,6 +420,13 @@ def parse_calibration(text: str, path: str = "<string>") -> Calibration:
     return _build(data, path)
 
 
+@functools.cache
+def _shipped(name: str) -> Calibration:
+    """A shipped calibration, parsed once (the result is frozen, so sharing it is safe)."""
+    ref = resources.files("hcsim.calibration") / "data" / f"{name}.yaml"
+    return parse_calibration(ref.read_text(encoding="utf-8"), name)
+
+
 def load_calibration(name_or_path: str | os.PathLike) -> Calibration | None:
     """The calibration ``name_or_path``: a shipped name (``dgx-h100``, ``dgx-a100``), ``ideal``
     (returns ``None``: no calibration, the ideal model), or a path to a ``.yaml`` file.
@@ -433,8 +441,7 @@ def load_calibration(name_or_path: str | os.PathLike) -> Calibration | None:
     if name == "ideal":
         return None
     if name in CALIBRATIONS:
-        ref = resources.files("hcsim.calibration") / "data" / f"{name}.yaml"
-        return parse_calibration(ref.read_text(encoding="utf-8"), name)
+        return _shipped(name)
     if name.endswith((".yaml", ".yml")):
         try:
             with open(name, encoding="utf-8") as f:
@@ -444,6 +451,4 @@ def load_calibration(name_or_path: str | os.PathLike) -> Calibration | None:
         except UnicodeDecodeError:
             raise HcsimError(f"calibration {name!r}: not UTF-8 text") from None
         return parse_calibration(text, name)
-    raise HcsimError(
-        f"calibration {name!r} is unknown (valid: {', '.join(CALIBRATIONS)}, or a path to a .yaml file)"
-    )
+    raise HcsimError(f"calibration {name!r} is unknown (valid: {', '.join(CALIBRATIONS)}, or a path to a .yaml file)")
