@@ -285,6 +285,8 @@ def _entry(raw: Any, spec: _Leaf, path: str) -> Entry:
             else:
                 items.append(_number(x, path) * factor)
         si = tuple(items)
+    if isinstance(value, list):  # keep the entry immutable like the rest of the result
+        value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return Entry(path, value, unit, source, note, si)
 
 
