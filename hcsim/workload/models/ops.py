@@ -107,13 +107,17 @@ def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
             f"tp {tp} and the {spec.kv_heads} KV heads of {spec.name} do not divide each other "
             "(valid: tp divides kv_heads, or kv_heads divides tp and KV heads are replicated)"
         )
-    if spec.intermediate % tp and not (spec.is_moe and spec.moe_every == 1):
+    if spec.intermediate % tp and not (spec.is_moe and spec.moe_every == 1 and not spec.first_dense):
         raise HcsimError(f"tp {tp} does not divide the MLP width {spec.intermediate} of {spec.name}")
     if spec.is_moe:
         if spec.expert_intermediate % tp:
             raise HcsimError(f"tp {tp} does not divide the expert width {spec.expert_intermediate} of {spec.name}")
         if spec.experts % ep:
             raise HcsimError(f"ep {ep} does not divide the {spec.experts} experts of {spec.name}")
+        if spec.shared_intermediate % tp:
+            raise HcsimError(
+                f"tp {tp} does not divide the shared-expert width {spec.shared_intermediate} of {spec.name}"
+            )
     elif ep != 1:
         raise HcsimError(f"ep {ep} needs a mixture-of-experts model; {spec.name} is dense (valid: ep 1)")
 
@@ -237,6 +241,7 @@ def block_operators(
     lin = {"operand": w.operand, "precision": w.gemm}
     ops = [_memory_bound("norm1", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other)]
     ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train, **lin))
+    c = spec.attention_window(layer, c)  # a sliding-window block attends its window only
     core_flops = 4.0 * t * c * q
     heads = spec.heads // tp
     if phase == "decode":
@@ -318,7 +323,17 @@ def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool, w: _Width
         gemm=(int(pairs), int(up), int(h)),  # the up projection's shape (down: k = inner, n = h)
         precision=w.gemm,
     )
-    return [router, expert_op]
+    out = [router, expert_op]
+    if spec.shared_intermediate:  # shared expert(s): a dense MLP every token goes through, TP-split, no dispatch
+        sh = spec.shared_intermediate // tp
+        sh_up = 2 * sh if spec.gated_mlp else sh
+        lin = {"operand": w.operand, "precision": w.gemm}
+        bias = spec.bias
+        out.append(_linear("moe.shared.up", t, h, sh_up, b, h * sh_up + (sh_up if bias else 0), train, **lin))
+        act = (sh_up + sh) * t * b
+        out.append(_memory_bound("moe.shared.act", "elementwise", 4.0 * t * sh, act, 0, sh_up * t * b, train, w.other))
+        out.append(_linear("moe.shared.down", t, sh, h, b, sh * h + (h if bias else 0), train, **lin))
+    return out
 
 
 def embedding_operators(

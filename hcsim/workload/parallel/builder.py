@@ -25,6 +25,7 @@ one rank are checked when built; the rest are copies with other locations.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -188,7 +189,7 @@ def _takes(function: Any, keyword: str) -> bool:
 
 def _representatives(layout: Layout, kept: int) -> Layout:
     """The layout of ``kept`` representative XPUs of ``layout``'s system: fewer replicas, whole EP groups."""
-    per_unit = layout.tp * layout.pp * layout.ep * layout.cp
+    per_unit = layout.tp * layout.pp * math.lcm(layout.ep, layout.cp)
     if kept % per_unit or kept > layout.ranks:
         what = "tp x pp x ep x cp" if layout.cp > 1 else "tp x pp x ep"
         raise HcsimError(
