@@ -37,12 +37,12 @@ def stand_in(layers: int = 4):
                            bytes_per_value=2, experts=0, top_k=0)  # fmt: skip
 
 
-def uniform_ops(attn: float = 1e12, mlp: float = 1e12):
+def uniform_ops(attn: float = 1e12, mlp: float = 1e12, params: int = 0):
     """Operators of fixed cost: attention ``attn`` flops, MLP ``mlp`` (backward twice), no memory traffic."""
     from types import SimpleNamespace
 
     def op(name: str, kind: str, flops: float) -> Operator:
-        return Operator(name, kind, flops, 2 * flops, 0.0, 0.0, 0, 0.0)
+        return Operator(name, kind, flops, 2 * flops, 0.0, 0.0, params if flops else 0, 0.0)
 
     def block_operators(spec, tokens, *, tp=1, ep=1, layer=0, phase="train"):
         return [op("attn.core", "attention", attn), op("mlp.up", "linear", mlp)]
@@ -421,3 +421,21 @@ def test_model_flops_reproduce_narayanan_and_the_causal_halving():
     mix = load_model("mixtral-8x7b")  # MoE: top_k x the expert width
     dense_like = model_flops_per_token(mix, 4096) - 32 * 6 * 3 * 4096 * 2 * 14336
     assert dense_like == pytest.approx(32 * (12 * 4096 * (4096 + 1024) + 6 * 4096 * 4096) + 6 * 4096 * 32000)
+
+
+# ------------------------------------------------------------------ 5. FSDP every microbatch
+@pytest.mark.parametrize("dp,m", [(2, 1), (4, 3)])
+def test_fsdp_every_microbatch_moves_three_param_volumes_per_microbatch(compiled, dp, m):
+    """Per microbatch and unit: all-gather before forward and backward, reduce-scatter after: 3 (n-1)/n S each rank."""
+    ops = uniform_ops(params=1_000_000)
+    w = training_graph(stand_in(layers=2), f"dp={dp}", xs(dp), zero=3, microbatches=m, ops=ops,
+                       zero3_every_microbatch=True)  # fmt: skip
+    per_layer = 2 * 1_000_000 * 2  # two operators of 1M parameters, 2 bytes each
+    gathers = [n for n, d in w.nodes(data=True) if d.get("kind") == "allgather"]
+    assert len(gathers) == 2 * 2 * m and len([n for n in w.nodes if n.endswith(f".reduce_scatter.{m - 1}")]) == 2
+    path, _ = free_platform(compiled, dp)
+    r = simulate(path, w, 2)
+    traffic = sum(nbytes for _, _, nbytes, _, _ in r.flows)
+    assert traffic == pytest.approx(2 * m * 2 * 3 * (dp - 1) * per_layer, rel=1e-12)  # 2 iterations, 2 layers
+    with pytest.raises(HcsimError, match="zero3_every_microbatch needs zero=3"):
+        training_graph(stand_in(layers=2), f"dp={dp}", xs(dp), zero=1, ops=ops, zero3_every_microbatch=True)

@@ -73,6 +73,7 @@ def training_graph(
     fp8_param_gather: bool = False,
     recompute: str = "none",
     operators: bool = False,
+    zero3_every_microbatch: bool = False,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -98,7 +99,11 @@ def training_graph(
     (:mod:`hcsim.workload.models.precision`: fp32, fp16, bf16, fp8; default the spec's,
     as before) with ``grad_reduce_in_fp32`` and ``fp8_param_gather``; ``recompute``:
     "none", "selective" or "full" (:func:`.costs.block_cost`); ``operators``: each compute
-    vertex carries ``ops``, its ``(Operator, pass)`` pairs (one tuple shared by all copies).
+    vertex carries ``ops``, its ``(Operator, pass)`` pairs (one tuple shared by all copies);
+    ``zero3_every_microbatch`` (with ``zero=3``): FSDP as Megatron-FSDP and PyTorch FSDP run
+    it with gradient accumulation: every microbatch all-gathers each unit's parameters
+    before its forward and again before its backward (prefetched one unit ahead) and
+    reduce-scatters its gradients after its backward.
     """
     full = len(xpus) if group is None else group
     if isinstance(layout, str):
@@ -128,6 +133,8 @@ def training_graph(
         raise HcsimError(f"sequence parallelism: sequence {sequence} is not divisible by tp={layout.tp}")
     if recompute not in RECOMPUTE:
         raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
+    if zero3_every_microbatch and zero != 3:
+        raise HcsimError(f"zero3_every_microbatch needs zero=3 (FSDP), not zero={zero}")
     if layout.vp > 1:
         if schedule_name != "1f1b":
             raise HcsimError(
@@ -154,7 +161,7 @@ def training_graph(
             spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence, order_of, zero,
             sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm, full_dp,
             policy=policy, recompute=recompute, operators=operators, micro_batch=micro_batch, sequence=sequence,
-            full_replicas=full_layout.replicas,
+            full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch,
         )  # fmt: skip
         w = builder.build(name or f"{spec.name}-{shown}")
     dp = full_dp
@@ -202,29 +209,11 @@ def _representatives(layout: Layout, kept: int) -> Layout:
 class _Builder:
     """Walks every rank's schedule once, appending vertices and edges to flat lists."""
 
-    def __init__(  # noqa: ANN204
-        self,
-        spec,
-        layout,
-        grid,
-        ops,
-        m,
-        tokens,
-        order_of,
-        zero,
-        sp,
-        dp_alg,
-        tp_alg,
-        a2a_alg,
-        full_dp,  # noqa: ANN001
-        *,
-        policy=None,
-        recompute="none",
-        operators=False,
-        micro_batch=1,
-        sequence=None,
-        full_replicas=None,  # noqa: ANN001
-    ):
+    # fmt: off
+    def __init__(self, spec, layout, grid, ops, m, tokens, order_of, zero, sp,  # noqa: ANN001, ANN204
+                 dp_alg, tp_alg, a2a_alg, full_dp, *, policy=None, recompute="none",  # noqa: ANN001
+                 operators=False, micro_batch=1, sequence=None, full_replicas=None, fsdp=False):  # noqa: ANN001
+        # fmt: on
         self.spec, self.layout, self.grid, self.m = spec, layout, grid, m
         cp, vp = layout.cp, layout.vp
         self.tokens = tokens = tokens // cp  # per rank: context parallelism splits every sequence cp ways
@@ -281,6 +270,10 @@ class _Builder:
         self.first: dict[tuple, str] = {}
         self.last: dict[tuple, str] = {}
         self.unit_last_bwd: dict[tuple, str] = {}
+        self.fsdp = fsdp  # ZeRO-3 gathers and reduce-scatters every microbatch
+        self.uses: dict[tuple, list[tuple[str, str, int, str]]] = {}  # (d, p, t) -> (unit, pass, mb, first vertex)
+        self.bwd_last: dict[tuple, str] = {}  # (d, p, t, unit, mb) -> the unit's last backward vertex
+        self._use_index: dict[tuple, dict] = {}
 
     # ---------------------------------------------------------------- vertices
     def _comm(self, name: str, nbytes: float, kind: str, scope: list[str], algorithm: str | None, **attrs) -> bool:
@@ -474,6 +467,10 @@ class _Builder:
                     self.first.setdefault((d, p, t, unit, pas), chains[t][unit_start[t]])
                     if backward and mb == self.m - 1:
                         self.unit_last_bwd[(d, p, t, unit)] = last_compute[t]
+                    if self.fsdp:
+                        self.uses.setdefault((d, p, t), []).append((unit, pas, mb, chains[t][unit_start[t]]))
+                        if backward:
+                            self.bwd_last[(d, p, t, unit, mb)] = last_compute[t]
             for t in range(lay.tp):
                 self.first[(d, p, t, pas, mb, chunk)] = chains[t][pass_start[t]]
                 self.last[(d, p, t, pas, mb, chunk)] = chains[t][-1]
@@ -509,6 +506,9 @@ class _Builder:
         finishes the units (last unit first), as NCCL runs the buckets of one communicator
         stream; at 1024 XPUs, all at once would also be ~20k concurrent flows.
         """
+        if self.fsdp:
+            self._fsdp_sync()
+            return
         lay, grid = self.layout, self.grid
         kinds = DP_SYNC[self.zero]
         for p in range(lay.pp):
@@ -558,3 +558,73 @@ class _Builder:
                 # ZeRO-3 prefetch: one allgather at a time, forward units in order, then backward ones in reverse
                 stream = gathers_f[::-1] + gathers_b
                 self.edges.extend((u, v, False) for u, v in zip(stream, stream[1:], strict=False))
+
+    def _fsdp_sync(self) -> None:
+        """ZeRO-3 every microbatch: per use of a unit an all-gather, per backward a reduce-scatter.
+
+        The all-gathers of a rank run one at a time in the order the rank uses the units
+        (its schedule), each starting once the previous one is done and the use before it
+        has begun (prefetch one unit ahead: that use's first vertex is done); the
+        reduce-scatters run one at a time in the order the backward passes finish. The
+        next iteration's first all-gather of a unit waits for its last reduce-scatter.
+        """
+        lay, grid, m = self.layout, self.grid, self.m
+        for p in range(lay.pp):
+            units = {u: cost for u, cost, _ in self.units[p]}
+            experts = any(isinstance(c, UnitCost) and c.expert_params for c in units.values())
+            for t in range(lay.tp):
+                uses = self.uses[(0, p, t)]  # every replica runs the same order
+                sets = [("dp", 0, list(range(lay.replicas)), self.full_replicas, False)]
+                if experts:
+                    sets += [("edp", e, list(range(e, lay.replicas, lay.ep)), self.full_replicas // lay.ep, True)
+                             for e in range(lay.ep)]  # fmt: skip
+                for label, gi, replicas, size, of_experts in sets:
+                    if size < 2:
+                        continue
+                    stands = {} if size == len(replicas) else {"group": size}
+                    scope = [grid.xpu(d, p, t) for d in replicas]
+                    prev_gather: str | None = None
+                    prev_use: tuple | None = None
+                    prev_rs: str | None = None
+                    last_rs: dict[str, str] = {}
+                    first_gather: dict[str, str] = {}
+                    for unit, pas, mb, _ in uses:
+                        cost = units[unit]
+                        if of_experts:
+                            n = cost.expert_params if isinstance(cost, UnitCost) else 0
+                        else:
+                            n = cost.params
+                        if not n:
+                            continue
+                        gather = n * (self.bpv if self.policy is None else self.policy.param_gather_bytes)
+                        base = f"{label}{gi}.{p}.{t}/{unit}"
+                        vertex = f"{base}.allgather.{pas}{mb}"
+                        self._comm(vertex, gather, "allgather", scope, None, phase="dp", **stands)
+                        first_gather.setdefault(unit, vertex)
+                        if prev_gather is not None:
+                            self.edges.append((prev_gather, vertex, False))
+                        if prev_use is not None:
+                            self.edges.extend((self._use_first(d, p, t, prev_use), vertex, False) for d in replicas)
+                        use = (unit, pas, mb)
+                        self.edges.extend((vertex, self._use_first(d, p, t, use), False) for d in replicas)
+                        prev_gather, prev_use = vertex, use
+                        if pas != "B":
+                            continue
+                        grads = n * (self.bpv if self.policy is None else self.policy.grad_reduce_bytes)
+                        rs = f"{base}.reduce_scatter.{mb}"
+                        self._comm(rs, grads, "reduce_scatter", scope, None, phase="dp", **stands)
+                        self.edges.extend((self.bwd_last[(d, p, t, unit, mb)], rs, False) for d in replicas)
+                        if prev_rs is not None:
+                            self.edges.append((prev_rs, rs, False))
+                        prev_rs = rs
+                        if mb == m - 1:
+                            last_rs[unit] = rs
+                    for unit, rs in last_rs.items():  # the optimizer step gates the next iteration's gathers
+                        self.edges.append((rs, first_gather[unit], True))
+
+    def _use_first(self, d: int, p: int, t: int, use: tuple) -> str:
+        """The first vertex of replica ``d``'s use ``(unit, pass, mb)`` of a unit at stage ``p``, TP slice ``t``."""
+        index = self._use_index.get((d, p, t))
+        if index is None:
+            index = self._use_index[(d, p, t)] = {(u, pas, mb): v for u, pas, mb, v in self.uses[(d, p, t)]}
+        return index[use]
