@@ -439,3 +439,15 @@ def test_fsdp_every_microbatch_moves_three_param_volumes_per_microbatch(compiled
     assert traffic == pytest.approx(2 * m * 2 * 3 * (dp - 1) * per_layer, rel=1e-12)  # 2 iterations, 2 layers
     with pytest.raises(HcsimError, match="zero3_every_microbatch needs zero=3"):
         training_graph(stand_in(layers=2), f"dp={dp}", xs(dp), zero=1, ops=ops, zero3_every_microbatch=True)
+
+
+@pytest.mark.parametrize("p,m,v", [(4, 8, 2), (2, 4, 3), (8, 16, 4)])
+def test_interleaved_first_stage_keeps_megatrons_activations(p, m, v):
+    """MEG theoretical_memory_usage: the first stage keeps L (1 + (p-1)/(p v)) layers' activations."""
+    from hcsim.workload.parallel.schedules import in_flight_by_chunk
+
+    kept = in_flight_by_chunk(interleaved_1f1b(p, m, 0, v), v)
+    assert sum(kept) == 2 * (p - 1) + (v - 1) * p + 1
+    layers = p * v * 2  # two layers a chunk
+    assert Fraction(sum(kept) * 2) == layers * (1 + Fraction(p - 1, p * v))
+    assert in_flight_by_chunk([(*e, 0) for e in one_f_one_b(p, m, 0)], 1) == [in_flight(one_f_one_b(p, m, 0))]

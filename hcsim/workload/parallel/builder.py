@@ -36,7 +36,7 @@ from hcsim.workload.graph import Workload
 from hcsim.workload.parallel.comms import DP_SYNC, TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
 from hcsim.workload.parallel.costs import RECOMPUTE, Part, UnitCost, block_cost, fold, state_bytes
 from hcsim.workload.parallel.layout import Layout, RankGrid
-from hcsim.workload.parallel.schedules import in_flight, interleaved_1f1b, schedule
+from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
 __all__ = ["training_graph"]
 
@@ -325,7 +325,7 @@ class _Builder:
         lay, grid = self.layout, self.grid
         ranks = grid.tp_group(d, p)
         order = self.orders[p]
-        kept_of = [in_flight([e for e in order if e[2] == c]) for c in range(lay.vp)]
+        kept_of = in_flight_by_chunk(order, lay.vp)
         chunk_of = {unit: c for c, units in enumerate(self.chunks[p]) for unit, _, _ in units}
         units = self.units[p]
         chains: list[list[str]] = [[] for _ in ranks]  # each rank's vertices in the order it runs them

@@ -56,7 +56,7 @@ def training_memory(
     from hcsim.workload.models import ops as model_ops
     from hcsim.workload.models.precision import training_precision
     from hcsim.workload.parallel.costs import block_cost, fold
-    from hcsim.workload.parallel.schedules import in_flight, interleaved_1f1b, schedule
+    from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
     if isinstance(layout, str):
         layout = Layout.parse(layout, xpus)
@@ -79,8 +79,9 @@ def training_memory(
         else:
             order = [(k, i, 0) for k, i in schedule(schedule_name)(pp, m, p)]
         weights = grads = optimizer = activations = 0.0
+        kept_of = in_flight_by_chunk(list(order), vp)
         for c in range(vp):
-            kept = in_flight([e for e in order if e[2] == c])
+            kept = kept_of[c]
             virtual = c * pp + p
             units: list[tuple[Any, int]] = []  # (operators' fold, expert parameters)
             if virtual == 0:

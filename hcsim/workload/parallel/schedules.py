@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from hcsim.errors import HcsimError
 
-__all__ = ["SCHEDULES", "gpipe", "in_flight", "interleaved_1f1b", "one_f_one_b", "schedule"]
+__all__ = ["SCHEDULES", "gpipe", "in_flight", "in_flight_by_chunk", "interleaved_1f1b", "one_f_one_b", "schedule"]
 
 Pass = tuple[str, int]
 
@@ -99,3 +99,19 @@ def in_flight(order: list[Pass] | list[tuple[str, int, int]]) -> int:
         live += 1 if kind == "F" else -1
         peak = max(peak, live)
     return peak
+
+
+def in_flight_by_chunk(order: list[tuple[str, int, int]], chunks: int) -> list[int]:
+    """Per model chunk, the microbatches whose activations it keeps when the stage keeps the most in all.
+
+    With equal chunks that is the stage's activation peak: Megatron's interleaved first
+    stage keeps ``2(p-1) + (v-1)p + 1`` chunk-microbatches, ``L·(1 + (p-1)/(p·v))`` layers'
+    worth. One chunk: ``[in_flight(order)]``.
+    """
+    live = [0] * chunks
+    best, peak = list(live), 0
+    for kind, _, c in order:
+        live[c] += 1 if kind == "F" else -1
+        if sum(live) > peak:
+            peak, best = sum(live), list(live)
+    return best
