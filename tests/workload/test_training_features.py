@@ -327,8 +327,10 @@ def test_memory_closed_form_and_the_fit_error():
     s = stages[0]
     assert s.weights + s.grads + s.optimizer == pytest.approx(m.parameters() * (6 + 12 / 8), rel=1e-12)
     assert check_fits(stages, 80e9) is s
-    with pytest.raises(HcsimError, match=r"pipeline stage 0's ranks need .* GiB .* but an XPU has 9.3 GiB"):
+    with pytest.raises(HcsimError, match=r"^each rank of pipeline stage 0 needs .* GiB .* but an XPU has 9.3 GiB"):
         check_fits(stages, 10e9)
+    with pytest.raises(HcsimError, match=r"^XPU x0 \(as every rank of pipeline stage 0\) needs \d"):
+        check_fits(stages, 10e9, xpu_of={0: "x0"})
     assert check_fits(stages, 10e9, allow_spill=True) is s
 
 

@@ -13,7 +13,7 @@ spill is allowed. Pure functions: the engine's placement decides what a spill co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -121,16 +121,28 @@ def _per_param(policy: Any, zero: int, shards: int) -> tuple[float, float, float
     return weights, grads, optimizer
 
 
-def check_fits(stages: Sequence[StageMemory], capacity: float, *, allow_spill: bool = False) -> StageMemory:
-    """The stage that needs the most; a one-line error if it exceeds ``capacity`` bytes and no spill is allowed."""
+def check_fits(
+    stages: Sequence[StageMemory],
+    capacity: float,
+    *,
+    allow_spill: bool = False,
+    xpu_of: Mapping[int, str] | None = None,
+) -> StageMemory:
+    """The stage that needs the most; a one-line error if it exceeds ``capacity`` bytes and no spill is allowed.
+
+    ``xpu_of``: an XPU name per stage (e.g. ``{p: grid.xpu(0, p, 0)}``) to name in the error.
+    """
     worst = max(stages, key=lambda s: s.total)
     if worst.total > capacity and not allow_spill:
         gib = 2.0**30
+        who = f"each rank of pipeline stage {worst.stage}"
+        if xpu_of is not None and worst.stage in xpu_of:
+            who = f"XPU {xpu_of[worst.stage]} (as every rank of pipeline stage {worst.stage})"
         names = ("weights", "gradients", "optimizer", "activations")
         parts = (worst.weights, worst.grads, worst.optimizer, worst.activations)
         split = ", ".join(f"{k} {v / gib:.1f}" for k, v in zip(names, parts, strict=True))
         raise HcsimError(
-            f"pipeline stage {worst.stage}'s ranks need {worst.total / gib:.1f} GiB ({split}) but an XPU has "
+            f"{who} needs {worst.total / gib:.1f} GiB ({split}) but an XPU has "
             f"{capacity / gib:.1f} GiB (valid: a layout that fits, more ZeRO sharding or recomputation, or "
             "allowing a spill)"
         )
