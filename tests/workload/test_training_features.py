@@ -453,3 +453,13 @@ def test_interleaved_first_stage_keeps_megatrons_activations(p, m, v):
     layers = p * v * 2  # two layers a chunk
     assert Fraction(sum(kept) * 2) == layers * (1 + Fraction(p - 1, p * v))
     assert in_flight_by_chunk([(*e, 0) for e in one_f_one_b(p, m, 0)], 1) == [in_flight(one_f_one_b(p, m, 0))]
+
+
+def test_simulated_cp_halves_each_ranks_time(compiled):
+    """On free links, cp=2 runs each rank's half of every operator: the iteration takes half as long."""
+    times = {}
+    for cp in (1, 2):
+        w = training_graph(SMALL, f"cp={cp}" if cp > 1 else "dp=1", xs(cp), microbatches=2, sequence=64)
+        path, _ = free_platform(compiled, cp)
+        times[cp] = simulate(path, w, 1).makespan
+    assert times[2] == pytest.approx(times[1] / 2, rel=1e-4)

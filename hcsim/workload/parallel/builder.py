@@ -198,7 +198,7 @@ def _representatives(layout: Layout, kept: int) -> Layout:
     """The layout of ``kept`` representative XPUs of ``layout``'s system: fewer replicas, whole EP groups."""
     per_unit = layout.tp * layout.pp * math.lcm(layout.ep, layout.cp)
     if kept % per_unit or kept > layout.ranks:
-        what = "tp x pp x ep x cp" if layout.cp > 1 else "tp x pp x ep"
+        what = "tp x pp x lcm(ep, cp)" if layout.cp > 1 else "tp x pp x ep"
         raise HcsimError(
             f"a folded run of layout {layout} has {kept} representative XPUs (valid: whole units of "
             f"{what} = {per_unit} XPUs, at most {layout.ranks})"
@@ -476,6 +476,7 @@ class _Builder:
                 self.last[(d, p, t, pas, mb, chunk)] = chains[t][-1]
         for t in range(lay.tp):  # the rank's next iteration starts when this one has ended
             edges.append((chains[t][-1], chains[t][0], True))
+            edges.extend((u, chains[t][0], True) for u in side[t])  # a last exchange beside the chain (CP)
 
     def _pipeline_edges(self) -> None:
         """Activations forward and their gradients backward, virtual stage to virtual stage, per microbatch.
