@@ -463,3 +463,31 @@ def test_simulated_cp_halves_each_ranks_time(compiled):
         path, _ = free_platform(compiled, cp)
         times[cp] = simulate(path, w, 1).makespan
     assert times[2] == pytest.approx(times[1] / 2, rel=1e-4)
+
+
+# ------------------------------------------------------------------ 6. overlap_param_gather
+def test_overlap_param_gather_moves_the_gathers_into_the_next_forward(compiled):
+    """Distributed optimizer: reduce-scatters alone on the gradient stream; all-gathers chained in forward order,
+    the first gated by the previous iteration's last reduce-scatter, each unit's forward by its own gather."""
+    ops = uniform_ops(params=250_000_000)
+    kw = dict(zero=1, microbatches=2, ops=ops)
+    plain = training_graph(stand_in(layers=3), "dp=2", xs(2), **kw)
+    w = training_graph(stand_in(layers=3), "dp=2", xs(2), overlap_param_gather=True, **kw)
+    assert sorted(plain.nodes) == sorted(w.nodes)
+    first = "dp0.0.0/L0.allgather"
+    preds = {u: d["skip_first_iteration"] for u, _, d in w.in_edges(first, data=True)}
+    assert preds == {"dp0.0.0/L0.reduce_scatter": True}  # the last reduce-scatter on the stream (L0's is last)
+    assert {u for u, _ in w.in_edges("dp0.0.0/L1.allgather")} == {first, "x0/F0.L0.attn", "x1/F0.L0.attn"}
+    for n in ("dp0.0.0/L1.reduce_scatter", "dp0.0.0/L0.reduce_scatter"):
+        assert not any(u.endswith("allgather") for u, _ in w.in_edges(n))  # gathers left the gradient stream
+    times = []
+    for g in (plain, w):
+        path, _ = free_platform(compiled, 2, bandwidth=1e8)  # 5 s a collective, more than a layer's backward
+        r = simulate(path, g, 3)
+        times.append(r.makespan)
+        assert sum(b for _, _, b, _, _ in r.flows) == pytest.approx(
+            3 * 3 * 2 * 1e9, rel=1e-9
+        )  # 3 iterations, 3 layers, RS + AG of 1 GB
+    assert times[1] < times[0]  # the gathers hide behind the forward instead of the last backward
+    with pytest.raises(HcsimError, match="overlap_param_gather needs zero=1 or 2"):
+        training_graph(stand_in(layers=3), "dp=2", xs(2), overlap_param_gather=True, ops=ops)

@@ -74,6 +74,7 @@ def training_graph(
     recompute: str = "none",
     operators: bool = False,
     zero3_every_microbatch: bool = False,
+    overlap_param_gather: bool = False,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -103,7 +104,10 @@ def training_graph(
     ``zero3_every_microbatch`` (with ``zero=3``): FSDP as Megatron-FSDP and PyTorch FSDP run
     it with gradient accumulation: every microbatch all-gathers each unit's parameters
     before its forward and again before its backward (prefetched one unit ahead) and
-    reduce-scatters its gradients after its backward.
+    reduce-scatters its gradients after its backward; ``overlap_param_gather`` (with ``zero``
+    1 or 2, Megatron's distributed optimizer): the parameter all-gathers leave the gradient
+    stream and run in the next iteration's forward, one unit ahead, once every gradient
+    reduce-scatter of the stage is done (the optimizer step).
     """
     full = len(xpus) if group is None else group
     if isinstance(layout, str):
@@ -135,6 +139,8 @@ def training_graph(
         raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
     if zero3_every_microbatch and zero != 3:
         raise HcsimError(f"zero3_every_microbatch needs zero=3 (FSDP), not zero={zero}")
+    if overlap_param_gather and zero not in (1, 2):
+        raise HcsimError(f"overlap_param_gather needs zero=1 or 2 (a distributed optimizer), not zero={zero}")
     if layout.vp > 1:
         if schedule_name != "1f1b":
             raise HcsimError(
@@ -163,6 +169,7 @@ def training_graph(
             policy=policy, recompute=recompute, operators=operators, micro_batch=micro_batch, sequence=sequence,
             full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch,
         )  # fmt: skip
+        builder.gather_forward = overlap_param_gather
         w = builder.build(name or f"{spec.name}-{shown}")
     dp = full_dp
     w.graph.update(
@@ -271,6 +278,7 @@ class _Builder:
         self.last: dict[tuple, str] = {}
         self.unit_last_bwd: dict[tuple, str] = {}
         self.fsdp = fsdp  # ZeRO-3 gathers and reduce-scatters every microbatch
+        self.gather_forward = False  # ZeRO-1/2 parameter all-gathers in the next forward (overlap_param_gather)
         self.uses: dict[tuple, list[tuple[str, str, int, str]]] = {}  # (d, p, t) -> (unit, pass, mb, first vertex)
         self.bwd_last: dict[tuple, str] = {}  # (d, p, t, unit, mb) -> the unit's last backward vertex
         self._use_index: dict[tuple, dict] = {}
@@ -517,6 +525,7 @@ class _Builder:
                 gathers_f: list[str] = []
                 gathers_b: list[str] = []
                 stream_last: dict[int, str] = {}  # replica -> its last gradient collective so far
+                forward_gathers: list[tuple[str, str, list[int]]] = []  # (unit, all-gather, replicas)
                 for unit, cost, _ in reversed(self.units[p]):
                     groups = [("dp", cost.params, [list(range(lay.replicas))], self.full_replicas)]
                     if isinstance(cost, UnitCost) and cost.expert_params:
@@ -542,13 +551,19 @@ class _Builder:
                                 alg = self.algorithms["dp"] if kind == "allreduce" else None
                                 nb = gather_bytes if kind == "allgather" else grad_bytes
                                 self._comm(vertex, nb, kind, scope, alg, phase="dp", **stands)
+                                if kind == "allgather" and self.gather_forward:
+                                    forward_gathers.append((unit, vertex, replicas))
+                                    continue
                                 self.edges.extend((u, vertex, False) for u in prev)
                                 prev = [vertex]
                             sync = prev[0]
                             for d in replicas:
                                 stream_last[d] = sync
                             if self.zero < 3:
-                                self.edges.extend((sync, self.first[(d, p, t, unit, "F")], True) for d in replicas)
+                                if not self.gather_forward:
+                                    self.edges.extend(
+                                        (sync, self.first[(d, p, t, unit, "F")], True) for d in replicas
+                                    )
                                 continue
                             for pas, stream in (("F", gathers_f), ("B", gathers_b)):
                                 vertex = f"{base}.allgather.{pas}"
@@ -559,6 +574,26 @@ class _Builder:
                 # ZeRO-3 prefetch: one allgather at a time, forward units in order, then backward ones in reverse
                 stream = gathers_f[::-1] + gathers_b
                 self.edges.extend((u, v, False) for u, v in zip(stream, stream[1:], strict=False))
+                if forward_gathers:
+                    self._gathers_in_forward(p, t, forward_gathers[::-1], sorted(set(stream_last.values())))
+
+    def _gathers_in_forward(self, p: int, t: int, gathers: list[tuple[str, str, list[int]]], done: list[str]) -> None:
+        """overlap_param_gather: the all-gathers one at a time in forward unit order, each launched once the
+        previous unit's forward has begun (its first vertex is done), the first once the last iteration's
+        gradient reduce-scatters are all done (the optimizer step); a unit's forward waits for its own."""
+        self.edges.extend((u, gathers[0][1], True) for u in done)
+        last_gather: str | None = None
+        last_unit: tuple[str, list[int]] | None = None  # the previous unit (not this one) and its replicas
+        current: tuple[str, list[int]] | None = None
+        for unit, vertex, replicas in gathers:
+            self.edges.extend((vertex, self.first[(d, p, t, unit, "F")], False) for d in replicas)
+            if last_gather is not None:
+                self.edges.append((last_gather, vertex, False))
+            if current is not None and current[0] != unit:
+                last_unit = current
+            if last_unit is not None:  # prefetch one unit ahead: the previous unit's forward has begun
+                self.edges.extend((self.first[(d, p, t, last_unit[0], "F")], vertex, False) for d in last_unit[1])
+            last_gather, current = vertex, (unit, replicas)
 
     def _fsdp_sync(self) -> None:
         """ZeRO-3 every microbatch: per use of a unit an all-gather, per backward a reduce-scatter.
