@@ -109,9 +109,7 @@ def device_rate(xpu: Device, precision: str) -> float:
     """
     rate = getattr(xpu, f"{precision}_flops", None) if precision in PRECISIONS else None
     if rate is None:
-        raise HcsimError(
-            f"device '{xpu.name}' has no {precision!r} rate (valid: {', '.join(xpu.precisions())})"
-        )
+        raise HcsimError(f"device '{xpu.name}' has no {precision!r} rate (valid: {', '.join(xpu.precisions())})")
     return float(rate)
 
 
@@ -129,7 +127,8 @@ PEAK_SOURCES: dict[str, dict[str, str]] = {
         "memory_bandwidth": "3.35 TB/s: ML memory table; NVIDIA H100 datasheet (SXM5)",
     },
     "A100-SXM": {
-        "bf16": "312 TFLOP/s dense: ML (1410 MHz x 256 FMA x 2 x 432 tensor cores); NVIDIA A100 datasheet 624 sparse / 2",
+        "bf16": "312 TFLOP/s dense: ML (1410 MHz x 256 FMA x 2 x 432 tensor cores); "
+        "NVIDIA A100 datasheet 624 sparse / 2",
         "fp16": "312 TFLOP/s dense: as bf16 (ML; NVIDIA A100 datasheet)",
         "tf32": "156 TFLOP/s dense: ML; NVIDIA A100 datasheet 312 with sparsity / 2",
         "fp32": "19.5 TFLOP/s (non-tensor): ML; NVIDIA A100 datasheet",

@@ -37,9 +37,10 @@ __all__ = [
 
 GPUS_PER_NODE = 8
 MAX_GPUS = 16384
-"""Largest DGX system built: 2048 nodes, 64 SUs (compiles in about 15 s; docs/dgx.md). A real
-two-level fat tree of 64-port NDR switches ends at 2048 NIC ports (256 nodes); beyond that the
-pooled spine below stands for a third level, on paper."""
+"""Largest DGX system built: 2048 nodes, 64 SUs. It compiles in about 16 s, but SimGrid's load grows
+faster than the file (4096 GPUs: 18 s; 16384: many minutes), so above 4096 GPUs use the fast path,
+which compiles only the folded system (docs/dgx.md). A real two-level fat tree of 64-port NDR switches
+ends at 2048 NIC ports (256 nodes); beyond that the pooled spine stands for a third level, on paper."""
 NODES_PER_SU = 32
 """Nodes per scalable unit, as in the DGX SuperPOD reference architecture (32 DGX per SU)."""
 
@@ -108,7 +109,8 @@ DGX_H100 = DGXSpec(
     sources={
         "gpu": "H100-SXM preset (hcsim.platform.devices.PEAK_SOURCES)",
         "nvlink_bandwidth": "450 GB/s per direction per GPU: NVLink 4, 18 links (ML NVLink table)",
-        "nvswitches": "4 third-generation NVSwitch chips per DGX H100 (ML, NVIDIA NVSwitch blog); modelled as one switch",
+        "nvswitches": "4 third-generation NVSwitch chips per DGX H100 (ML, NVIDIA NVSwitch blog); "
+        "modelled as one switch",
         "nvls": "NVLink SHARP (in-switch reduction) on NVSwitch 3 (ML; NCCL transport/nvls.cc)",
         "nic_bandwidth": "400 Gb/s NDR InfiniBand = 50 GB/s, one ConnectX-7 per GPU (ML node table, DGX H100 "
         "user guide)",
