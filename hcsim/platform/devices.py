@@ -9,11 +9,8 @@ A preset is what a datasheet says, dense (no structured-sparsity doubling):
 * **V100 SXM2 32GB** - NVIDIA Tesla V100 datasheet (2020): FP32 15.7 TFLOPS,
   Tensor (FP16) 125 TFLOPS, 32 GB HBM2 at 900 GB/s.
 
-The ``H100-SXM`` and ``A100-SXM`` presets (the DGX machines, :mod:`hcsim.platform.dgx`)
-carry the same FP16/FP32 rates plus optional per-precision peaks (``bf16``, ``tf32``,
-``fp8``), each with its source in :data:`PEAK_SOURCES`; a device without a precision
-(FP8 on A100) refuses it in :func:`device_rate`. Devices without these optional rates
-(every other preset) compile exactly as before: a rate is written only when it is set.
+``H100-SXM`` and ``A100-SXM`` (the DGX presets) add optional ``bf16``/``tf32``/``fp8`` peaks,
+sourced in :data:`PEAK_SOURCES`; :func:`device_rate` refuses a precision a device lacks.
 
 NVIDIA's "80 GB" is 80 GiB of addressable HBM; capacities below say so explicitly.
 Bandwidths are decimal (GB/s = 1e9 B/s), as the datasheets print them.
