@@ -50,7 +50,14 @@ XPU_PROPERTIES = (
     "host_memory",
     "cxl_memory",
     "zone",  # server / rack zone: what collective algorithms see of the topology (hcsim.collectives.view)
+    # optional peaks of devices that have them (H100-SXM, A100-SXM): written only when set, so platforms of
+    # the other presets stay byte-identical
+    "bf16_flops",
+    "tf32_flops",
+    "fp8_flops",
 )
+PRECISIONS = ("fp16", "fp32", "bf16", "tf32", "fp8")
+"""Precisions whose rate may become the XPUs' host speed (bf16, tf32, fp8 only where every XPU has it)."""
 SWITCH_ZONE = ".switches"
 MAX_ZONE_HOSTS = 2048
 """Most hosts in one zone without sub-zones. Such a zone holds a route for every pair of its
@@ -163,8 +170,16 @@ def _coherence(topology: Topology) -> bool | None:
 
 class _Writer:
     def __init__(self, topology: Topology, precision: str, xf: Any) -> None:
+        if precision not in PRECISIONS:
+            raise HcsimError(f"precision {precision!r} is unknown (valid: {', '.join(PRECISIONS)})")
         if precision not in ("fp16", "fp32"):
-            raise HcsimError(f"precision {precision!r} is unknown (valid: fp16, fp32)")
+            for x in topology.xpus():
+                if f"{precision}_flops" not in topology.nodes[x]:
+                    data = topology.nodes[x]
+                    have = ", ".join(p for p in PRECISIONS if f"{p}_flops" in data)
+                    raise HcsimError(
+                        f"XPU '{x}' (device '{data.get('device')}') has no {precision} rate (valid: {have})"
+                    )
         self.topo = topology
         self.precision = precision
         self.xf = xf
@@ -298,7 +313,8 @@ def compile_platform(
 ) -> CompileStats:
     """Write ``topology`` as SimGrid platform XML to ``path``; return what was written.
 
-    ``precision`` ("fp32" or "fp16") picks the rate that becomes each XPU's host speed;
+    ``precision`` ("fp32", "fp16"; "bf16", "tf32" or "fp8" where every XPU has that rate)
+    picks the rate that becomes each XPU's host speed;
     ``config`` adds or overrides SimGrid ``<config>`` properties. The file is written
     to a temporary name and renamed, so a reader never sees half of it::
 

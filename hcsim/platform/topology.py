@@ -28,7 +28,7 @@ from typing import Any
 import networkx as nx
 
 from hcsim.errors import HcsimError
-from hcsim.platform.devices import Device, device
+from hcsim.platform.devices import OPTIONAL_RATES, Device, device
 from hcsim.units import parse_bandwidth, parse_bytes, parse_flops, parse_time
 
 __all__ = [
@@ -132,6 +132,10 @@ class Topology(nx.Graph):
                 else:
                     spec[key] = getattr(base, key)
         attrs.setdefault("device", base.name if base is not None else "custom")
+        if base is not None:  # a preset's optional peaks (bf16, tf32, fp8): only those it has
+            for key in OPTIONAL_RATES:
+                if getattr(base, key) is not None:
+                    attrs.setdefault(key, getattr(base, key))
         self.add_node(name, kind="xpu", zone=zone, **spec, **attrs)
         self._check_node(name, self._node[name])
 
@@ -421,6 +425,9 @@ def _integer(value: object) -> object:
 _NODE_UNITS = {
     "fp16_flops": parse_flops,
     "fp32_flops": parse_flops,
+    "bf16_flops": parse_flops,
+    "tf32_flops": parse_flops,
+    "fp8_flops": parse_flops,
     "memory": parse_bytes,
     "capacity": parse_bytes,
     "memory_bandwidth": parse_bandwidth,
