@@ -19,7 +19,18 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 
-__all__ = ["chakra_files", "is_chakra"]
+__all__ = [
+    "COLLECTIVE_KINDS",
+    "SCHEMA_VERSION",
+    "chakra_files",
+    "frame",
+    "is_chakra",
+    "json_attr",
+    "node_attrs",
+    "number_attr",
+    "read_messages",
+    "schema",
+]
 
 #: Chakra's CollectiveCommType -> hcsim's collective kind (the types hcsim cannot run are errors)
 COLLECTIVE_KINDS = {
