@@ -125,6 +125,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
     from hcsim.files import atomic_path
+    from hcsim.formats.graphml import write_graphml
 
     # both outputs are claimed before any work, and either both appear or neither does
     with (
@@ -134,16 +135,16 @@ def _cmd_build(args: argparse.Namespace) -> int:
         topo = build_topology(args)
         _compile_and_report(topo, args, xml)
         if graphml:
-            topo.write_graphml(graphml)
+            write_graphml(topo, graphml)
     return 0
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     from hcsim.files import atomic_path
-    from hcsim.platform.topology import Topology
+    from hcsim.formats.graphml import read_graphml
 
     with atomic_path(args.output, ".xml.tmp") as xml:
-        _compile_and_report(Topology.read_graphml(args.topology), args, xml)
+        _compile_and_report(read_graphml(args.topology), args, xml)
     return 0
 
 
@@ -151,6 +152,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
     from hcsim.files import atomic_path
+    from hcsim.formats.graphml import write_graphml
     from hcsim.formats.topology_files import import_topology
 
     # as for build: both outputs are claimed before any work, and either both appear or neither does
@@ -163,7 +165,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         )
         _compile_and_report(topo, args, xml)
         if graphml:
-            topo.write_graphml(graphml)
+            write_graphml(topo, graphml)
     return 0
 
 
@@ -207,14 +209,14 @@ def unused_mix(args: argparse.Namespace, topo) -> str | None:  # noqa: ANN001 - 
 
 def _cmd_draw(args: argparse.Namespace) -> int:
     from hcsim.files import atomic_path
-    from hcsim.platform.topology import Topology
+    from hcsim.formats.graphml import read_graphml
 
     if args.graphml and args.system:
         raise HcsimError("give either a system to build or --graphml FILE, not both")
     if not args.graphml and not args.system:
         raise HcsimError(f"nothing to draw (valid: a system, one of {', '.join(SYSTEMS)}, or --graphml FILE)")
     with atomic_path(args.output, ".png") as tmp:
-        topo = Topology.read_graphml(args.graphml) if args.graphml else build_topology(args)
+        topo = read_graphml(args.graphml) if args.graphml else build_topology(args)
         topo.draw(tmp)
     print(f"wrote {args.output}: {topo.number_of_nodes()} nodes, {topo.number_of_edges()} links")
     return 0
@@ -233,7 +235,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=_cmd_build)
 
     k = psub.add_parser("compile", help="compile a GraphML topology (e.g. edited in yEd) to SimGrid platform XML")
-    k.add_argument("topology", help="GraphML file (see Topology.write_graphml)")
+    k.add_argument("topology", help="GraphML file (see hcsim.formats.graphml.write_graphml)")
     k.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
     k.add_argument("-o", "--output", required=True, help="platform XML file to write")
     k.set_defaults(func=_cmd_compile)

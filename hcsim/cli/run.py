@@ -4,7 +4,7 @@ The platform is a compiled XML file (``--platform``) or a system built on the fl
 (``--system``, the options of ``hcsim platform build``), run through
 :func:`hcsim.fast.system.simulate_system` (``--fast`` folds, memoizes and extrapolates
 repeating iterations; ``--repeat`` does the last alone). The workload
-is picked by :func:`hcsim.workload.catalog.workload_by_name`. Only the standard library at
+is picked by :func:`hcsim.formats.workload_files.load_workload`. Only the standard library at
 the top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
 """
 
@@ -55,7 +55,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from hcsim.fast import simulate_system
     from hcsim.fast.system import FoldRefused
     from hcsim.files import check_output_path
-    from hcsim.workload.catalog import DATA_PARALLEL, workload_by_name
+    from hcsim.formats.workload_files import load_workload
+    from hcsim.workload.catalog import DATA_PARALLEL
 
     if args.iterations is None:
         if not args.model:
@@ -75,7 +76,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     built = []
 
     def workload(ranks: list[str], group: int | None):  # noqa: ANN202 - a Workload
-        w = workload_by_name(
+        w = load_workload(
             args.workload, ranks, group, size=args.bytes, what="--bytes", xpu_flops=rates, rank_map=args.rank_map,
             comm_groups=args.comm_groups, algorithm=args.algorithm,
         )  # fmt: skip
@@ -95,7 +96,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from hcsim.platform.probe import host_facts, precheck_platform
 
         precheck_platform(args.platform)  # values SimGrid would abort on, refused in one line first
-        from hcsim.formats.chakra import xpu_rates_from_platform
+        from hcsim.formats.workload_files import xpu_rates_from_platform
 
         if args.fast:
             raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")

@@ -11,8 +11,8 @@ Invariant: an edge u -> v means v's k-th execution needs u's k-th; an edge with
 execution ignores it), which is how the backward pass of step k feeds the forward pass of
 step k+1. Start vertices enter the execution container at time 0.
 
-Graphs save to and load from JSON (NetworkX node-link format) and Chakra execution
-traces (:meth:`Workload.to_chakra`, :mod:`hcsim.formats.chakra`).
+Graphs save to and load from JSON (NetworkX node-link format); Chakra execution traces
+and AICB files are read and written by functions of :mod:`hcsim.formats`.
 
 Guide: docs/workloads-and-engine.md, "Workloads" and "Limits".
 """
@@ -290,12 +290,6 @@ class Workload(nx.DiGraph):
         from hcsim.outputs import write_json
 
         write_json(path, nx.node_link_data(self, edges="edges"))
-
-    def to_chakra(self, directory: str | os.PathLike[str], name: str | None = None) -> list[str]:
-        """Write per-rank Chakra ET files ``DIRECTORY/NAME.RANK.et``; see :func:`hcsim.formats.chakra.write_chakra`."""
-        from hcsim.formats.chakra import write_chakra
-
-        return write_chakra(self, directory, name)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Workload:

@@ -5,6 +5,7 @@ import os
 import pytest
 from clitools import assert_one_line_error, run
 
+from hcsim.formats.graphml import write_graphml
 from hcsim.platform import Topology, cxl_system
 
 
@@ -67,7 +68,7 @@ def graphml(tmp_path, mutate):
     t.add_link("x1", "sw", "128GBps", "250ns")
     mutate(t)
     path = tmp_path / "bad.graphml"
-    t.write_graphml(path)
+    write_graphml(t, path)
     return path
 
 
