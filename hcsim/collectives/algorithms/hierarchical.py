@@ -27,8 +27,8 @@ allreduce over :meth:`TopologyView.topology_order`.
 from __future__ import annotations
 
 from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

@@ -21,8 +21,8 @@ writes into one memory share that memory's link, and likewise for the reads):
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 from hcsim.errors import HcsimError
 
