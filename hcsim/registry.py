@@ -13,7 +13,7 @@ Where the registries live: ``docs/architecture.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Generic, TypeVar
 
 from hcsim.errors import HcsimError
@@ -75,11 +75,23 @@ class Registry(Mapping[str, T], Generic[T]):
     def __getitem__(self, name: str) -> T:
         return self._items[name]
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def keys(self) -> KeysView[str]:  # the dict's own views: ordered, reversible
+        return self._items.keys()
+
+    def values(self) -> ValuesView[T]:
+        return self._items.values()
+
+    def items(self) -> ItemsView[str, T]:
+        return self._items.items()
 
     def __repr__(self) -> str:
         return f"Registry({self.what!r}: {', '.join(self.names())})"

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 from hcsim.units import parse_bandwidth, parse_bytes, parse_flops
 
 __all__ = ["Device", "PRESETS", "device"]
@@ -70,15 +71,19 @@ class Device:
         raise HcsimError(f"precision {precision!r} is unknown (valid: fp16, fp32)")
 
 
-PRESETS: dict[str, Device] = {
-    "H100": Device(
-        "H100", "989.4TFLOPS", "67TFLOPS", "80GiB", "3.35TBps", "NVIDIA H100 Tensor Core GPU datasheet, SXM5"
-    ),
-    "A100": Device(
-        "A100", "312TFLOPS", "19.5TFLOPS", "80GiB", "2039GBps", "NVIDIA A100 Tensor Core GPU datasheet, SXM4 80GB"
-    ),
-    "V100": Device("V100", "125TFLOPS", "15.7TFLOPS", "32GiB", "900GBps", "NVIDIA Tesla V100 datasheet, SXM2 32GB"),
-}
+PRESETS: Registry[Device] = Registry(
+    "XPU preset",
+    {
+        "H100": Device(
+            "H100", "989.4TFLOPS", "67TFLOPS", "80GiB", "3.35TBps", "NVIDIA H100 Tensor Core GPU datasheet, SXM5"
+        ),
+        "A100": Device(
+            "A100", "312TFLOPS", "19.5TFLOPS", "80GiB", "2039GBps", "NVIDIA A100 Tensor Core GPU datasheet, SXM4 80GB"
+        ),
+        "V100": Device("V100", "125TFLOPS", "15.7TFLOPS", "32GiB", "900GBps", "NVIDIA Tesla V100 datasheet, SXM2 32GB"),
+    },
+    valid="{}; or build a Device",
+)
 _ALIASES = {"H100-SXM": "H100", "H100-SXM5": "H100", "A100-SXM": "A100", "A100-80GB": "A100", "V100-SXM2": "V100"}
 
 
@@ -88,5 +93,5 @@ def device(name: str | Device) -> Device:
         return name
     key = _ALIASES.get(str(name).upper(), str(name).upper())
     if key not in PRESETS:
-        raise HcsimError(f"XPU preset {name!r} is unknown (valid: {', '.join(PRESETS)}; or build a Device)")
+        raise PRESETS.unknown(name)
     return PRESETS[key]

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 
 __all__ = ["TransformerSpec", "PRESETS", "load_model", "BYTES_PER_VALUE"]
 
@@ -190,31 +191,35 @@ def _llama(name: str, layers: int, hidden: int, heads: int, kv: int, inner: int,
 
 #: Published shapes (HuggingFace config.json: meta-llama/Llama-2-*-hf, Meta-Llama-3-*, Llama-3.1-405B,
 #: mistralai/Mixtral-8x7B-v0.1; GPT-3: Brown et al. 2020, Table 2.1, GELU MLP of 4h, tied, learned positions)
-PRESETS: dict[str, TransformerSpec] = {
-    "llama2-7b": _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
-    "llama2-13b": _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
-    "llama2-70b": _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
-    "llama3-8b": _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
-    "llama3-70b": _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
-    "llama3-405b": _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
-    "mixtral-8x7b": _llama(
-        "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, top_k=2, expert_intermediate=14336
-    ),
-    "gpt3-175b": TransformerSpec(
-        "gpt3-175b",
-        96,
-        12288,
-        96,
-        96,
-        4 * 12288,
-        50257,
-        2048,
-        gated_mlp=False,
-        tied_embeddings=True,
-        bias=True,
-        position_embeddings=2048,
-    ),
-}
+PRESETS: Registry[TransformerSpec] = Registry(
+    "model",
+    {
+        "llama2-7b": _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
+        "llama2-13b": _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
+        "llama2-70b": _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
+        "llama3-8b": _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
+        "llama3-70b": _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
+        "llama3-405b": _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
+        "mixtral-8x7b": _llama(
+            "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, top_k=2, expert_intermediate=14336
+        ),
+        "gpt3-175b": TransformerSpec(
+            "gpt3-175b",
+            96,
+            12288,
+            96,
+            96,
+            4 * 12288,
+            50257,
+            2048,
+            gated_mlp=False,
+            tied_embeddings=True,
+            bias=True,
+            position_embeddings=2048,
+        ),
+    },
+    valid="a config.json file or one of {}",
+)
 
 _DTYPES = {"float16": "fp16", "bfloat16": "fp16", "float32": "fp32", "fp16": "fp16", "bf16": "fp16", "fp32": "fp32"}
 _GATED_ACTS = ("silu", "swiglu", "swish")
@@ -226,7 +231,7 @@ def load_model(name_or_path: str | os.PathLike[str]) -> TransformerSpec:
     if key.lower() in PRESETS:
         return PRESETS[key.lower()]
     if not key.endswith(".json") and not os.path.exists(key):
-        raise HcsimError(f"model {key!r} is unknown (valid: a config.json file or one of {', '.join(PRESETS)})")
+        raise PRESETS.unknown(key)
     try:
         with open(key, encoding="utf-8") as f:
             config = json.load(f)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 
 __all__ = ["SCHEDULES", "gpipe", "in_flight", "one_f_one_b", "schedule"]
 
@@ -44,15 +44,14 @@ def one_f_one_b(stages: int, microbatches: int, stage: int) -> list[Pass]:
     return order + [("B", i) for i in range(microbatches - warmup, microbatches)]
 
 
-SCHEDULES: dict[str, Callable[[int, int, int], list[Pass]]] = {"1f1b": one_f_one_b, "gpipe": gpipe}
+SCHEDULES: Registry[Callable[[int, int, int], list[Pass]]] = Registry(
+    "pipeline schedule", {"1f1b": one_f_one_b, "gpipe": gpipe}
+)
 
 
 def schedule(name: str) -> Callable[[int, int, int], list[Pass]]:
     """The schedule called ``name`` (see :data:`SCHEDULES`)."""
-    try:
-        return SCHEDULES[name]
-    except KeyError:
-        raise HcsimError(f"pipeline schedule {name!r} is unknown (valid: {', '.join(SCHEDULES)})") from None
+    return SCHEDULES.lookup(name)
 
 
 def in_flight(order: list[Pass]) -> int:

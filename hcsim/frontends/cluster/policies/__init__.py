@@ -24,10 +24,11 @@ import inspect
 from typing import Any, ClassVar
 
 from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 
 __all__ = ["POLICIES", "Policy", "policy", "register"]
 
-POLICIES: dict[str, type[Policy]] = {}
+POLICIES: Registry[type[Policy]] = Registry("policy", sort=True)
 
 
 class Policy:
@@ -49,8 +50,7 @@ class Policy:
 
 def register(cls: type[Policy]) -> type[Policy]:
     """Class decorator: make a policy available by its ``name``."""
-    POLICIES[cls.name] = cls
-    return cls
+    return POLICIES.register(cls.name, cls)
 
 
 _BUILTIN = ("fcfs", "easy", "sjf", "las", "rr", "mlfq", "las_mlfq")
@@ -62,7 +62,7 @@ def policy(name: str, **options: Any) -> Policy:
         importlib.import_module(f"{__name__}.{module}")
     key = name.lower().replace("_", "-")
     if key not in POLICIES:
-        raise HcsimError(f"policy {name!r} is unknown (valid: {', '.join(sorted(POLICIES))})")
+        raise POLICIES.unknown(name)
     for option in options:
         takers = sorted(n for n, cls in POLICIES.items() if option in inspect.signature(cls).parameters)
         if key not in takers:
