@@ -2,11 +2,9 @@
 
 from hcsim.sweep.runner import (
     SweepReport,
-    add_sweep_arguments,
     read_results,
     run_point,
     run_sweep,
-    sweep_from_arguments,
 )
 from hcsim.sweep.spec import Point, SweepSpec, load_spec
 
@@ -14,10 +12,8 @@ __all__ = [
     "Point",
     "SweepReport",
     "SweepSpec",
-    "add_sweep_arguments",
     "load_spec",
     "read_results",
     "run_point",
     "run_sweep",
-    "sweep_from_arguments",
 ]
