@@ -3,7 +3,7 @@
 A policy is a small class (one short file each; see :mod:`.fcfs` for the shortest):
 
 * ``key(job, now, scheduler)``: a sort key; smaller runs first. ``job`` is the
-  scheduler's :class:`~hcsim.frontends.cluster.simulator.JobState` (``submit``,
+  scheduler's :class:`~hcsim.frontends.cluster.scheduler.JobState` (``submit``,
   ``gpus``, ``estimate``, ``attained`` service, ``level``, ``entered``, ``seq``, ...);
 * ``preemptive``: if true, running jobs are ranked with pending ones at every event
   and lose their GPUs to better-ranked jobs (paying the preemption overhead on resume);
