@@ -14,12 +14,8 @@ tau[b] = alpha * b + tau0 (deterministic). W is a job's latency (waiting + proce
   batch completions (an M/G/1-type chain), truncated at K states, by renewal-reward and
   Little's law. It is an exact method independent of the first: for M large they agree.
 
-**Truncation.** Both chains drift down (stable input), so their stationary mass decays
-geometrically. Each exact function grows K (doubling) until the probability mass the
-truncated chain has to redirect from beyond K, ``leak = sum_s pi_s P(next > K | s)``,
-is below ``tol`` (1e-13 by default) and reports it. E[W] then changes by less than
-about ``leak x (largest latency among the truncated states)``, which the result carries
-as ``error_bound``.
+How the chains are truncated, and the error bound that says so: :class:`ExactResult`.
+Guide: ``docs/serving.md``.
 """
 
 from __future__ import annotations
@@ -149,7 +145,14 @@ def energy_efficiency_bound(lam: float, alpha: float, tau0: float, beta: float, 
 
 @dataclass(frozen=True)
 class ExactResult:
-    """Exact (truncated-chain) latency and batch statistics."""
+    """Exact (truncated-chain) latency and batch statistics.
+
+    Both chains drift down (stable input), so their stationary mass decays
+    geometrically. Each exact function grows K (doubling) until the probability mass the
+    truncated chain has to redirect from beyond K, ``leak = sum_s pi_s P(next > K | s)``,
+    is below ``tol`` (1e-13 by default) and reports it. E[W] then changes by less than
+    about ``leak x (largest latency among the truncated states)``: ``error_bound``.
+    """
 
     mean_latency: float
     mean_batch: float
