@@ -41,12 +41,14 @@ class Registry(Mapping[str, T], Generic[T]):
         self.what, self.scope, self.valid, self.sort, self.show = what, scope, valid, sort, show
         self._items: dict[str, T] = dict(items or {})
         self._default: str | None = None
+        self._names: tuple[str, ...] | None = None  # names(), kept until the next register
 
     def register(self, name: str, item: T, *, default: bool = False) -> T:
         """Add (or replace) ``name``; ``default=True`` makes it the default. Returns ``item``."""
         self._items[name] = item
         if default:
             self._default = name
+        self._names = None
         return item
 
     @property
@@ -56,8 +58,10 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def names(self) -> tuple[str, ...]:
         """Every name, the default first, then in registration order."""
-        rest = tuple(n for n in self._items if n != self._default)
-        return rest if self._default is None else (self._default, *rest)
+        if self._names is None:
+            rest = tuple(n for n in self._items if n != self._default)
+            self._names = rest if self._default is None else (self._default, *rest)
+        return self._names
 
     def lookup(self, name: str) -> T:
         """The thing called ``name``, or :meth:`unknown`'s error."""
@@ -74,6 +78,9 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __getitem__(self, name: str) -> T:
         return self._items[name]
+
+    def get(self, name: str, default: T | None = None) -> T | None:  # the dict's own: on hot paths
+        return self._items.get(name, default)
 
     def __contains__(self, name: object) -> bool:
         return name in self._items
