@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,15 @@ def test_known_exceptions_still_occur(imports):
     stale += [f"KNOWN_CIRCLES {sorted(c)} ({who})" for c, who in KNOWN_CIRCLES.items() if c not in circles]
     stale += [f"KNOWN_LONG {m} ({who})" for m, who in KNOWN_LONG.items() if m not in long]
     assert not stale, "fixed: delete from tests/test_layers.py:\n  " + "\n  ".join(stale)
+
+
+def test_import_hcsim_stays_cheap_and_every_public_name_resolves():
+    code = "import sys, hcsim; print(sorted(m for m in sys.modules if m.startswith('hcsim')))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["['hcsim',", "'hcsim.errors']"]
+    import hcsim
+
+    assert all(getattr(hcsim, name) is not None for name in hcsim.__all__)
 
 
 # ------------------------------------------------------------------ the checks can fail
