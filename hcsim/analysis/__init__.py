@@ -1,8 +1,9 @@
-"""Analysis: closed forms and statistics to check simulations against, and analyses of a run.
+"""Analysis: closed forms and exact numerics to check simulations against, and what a run's trace says.
 
-* :mod:`.queueing` - Inoue's dynamic-batching queue: fits, bounds, exact latency;
-* :mod:`.statistics` - t quantiles, confidence intervals, Erlang C, shared by front ends;
-* :mod:`.breakdown` - where a training iteration goes, read from a run's trace.
+* :mod:`.queueing`: Inoue's dynamic-batching queue (fits, bounds, exact latency);
+* :mod:`.statistics`: Student's t quantiles, confidence intervals, Erlang C, shared by
+  the front ends' checks;
+* :mod:`.breakdown`: where a rank's training iteration goes, read from a run's trace.
 
-Above the engine and the fast paths (it reads their ``RunResult``), below the front ends.
+Guides: docs/serving.md, "Analysis"; docs/parallelism.md, "Where the time goes".
 """

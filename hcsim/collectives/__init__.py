@@ -11,6 +11,8 @@
 * :mod:`.plans`: the engine's form of a schedule (:class:`~.plans.FlowPlan`).
 
 This layer knows no SimGrid: the engine (:mod:`hcsim.engine.exact`) runs the plans.
+
+Guide: docs/collectives.md.
 """
 
 from hcsim.collectives.check import check_schedule

@@ -2,31 +2,18 @@
 
 A :class:`Topology` *is* a :class:`networkx.Graph`, so every NetworkX algorithm, view
 and drawing function works on it directly. What it adds is a vocabulary (paper Table 2)
-and checks:
+and checks: nodes of kind ``xpu`` (device, FLOPS, local memory and its bandwidth,
+``rank``), ``memory`` (capacity, kind) and ``switch`` (kind); links with ``bandwidth``
+(per lane), ``latency``, ``link_kind`` and ``lanes``, full duplex; an optional ``zone``
+per node (``"r03/s07"``) that the compiler turns into nested SimGrid zones, each but the
+root with a gateway (:meth:`Topology.set_gateway`). Attributes are in SI units.
 
-========  ==========================================================================
-node      attributes (SI units: flop/s, bytes, bytes/s, seconds)
-========  ==========================================================================
-xpu       ``device``, ``fp16_flops``, ``fp32_flops``, ``memory`` (local HBM capacity),
-          ``memory_bandwidth``; optional ``rank`` (position among the XPUs),
-          ``host_memory`` / ``cxl_memory`` (the memory node that holds its data when
-          local memory is full, in a non-coherent / coherent run)
-memory    ``capacity`` (may be ``inf``), ``memory_kind`` (host_dram, cxl_type3, hbm)
-switch    ``switch_kind`` (pcie, xpu, cxl, nic, tor, core, cpu, generic)
-========  ==========================================================================
+Invariant: the ``add_*`` methods accept human units (``"128GBps"``, ``"200ns"``,
+``"80GiB"``; :mod:`hcsim.units`) and refuse duplicates; :meth:`Topology.validate`
+re-checks a graph built or edited by other means (plain NetworkX calls, a GraphML
+file).
 
-Every node may carry a ``zone``: a "/"-separated path such as ``"r03/s07"`` (rack 3,
-server 7) that the compiler turns into nested SimGrid zones (see
-:mod:`hcsim.platform.compiler`). Each zone but the root names a gateway with
-:meth:`Topology.set_gateway`.
-
-Links carry ``bandwidth`` (per lane), ``latency``, ``link_kind`` and ``lanes`` (a
-bundle of identical parallel links, e.g. the paper's four PCIe links from a CPU to its
-PCIe switch). Links are full duplex: each direction has the full bandwidth.
-
-The ``add_*`` methods accept human units (``"128GBps"``, ``"200ns"``, ``"80GiB"``; see
-:mod:`hcsim.units`) and refuse duplicates; :meth:`Topology.validate` re-checks a graph
-built or edited by other means (plain NetworkX calls, a GraphML file).
+Guide: docs/platform.md, "Model" (every attribute) and "Limits".
 """
 
 from __future__ import annotations
@@ -232,8 +219,8 @@ class Topology(nx.Graph):
     def xpus(self) -> list[str]:
         """XPU names, ordered by ``rank`` where given (the order collectives use)."""
         xs = self.nodes_of("xpu")
-        nodes = self._node  # NetworkX's node dict: its NodeView costs 2 us a lookup
-        # ties in rank keep insertion order: the position is in the key (not xs.index(n), O(N^2): 0.1 s at 4096 XPUs)
+        nodes = self._node  # NetworkX's node dict: a lookup costs less than through its NodeView
+        # ties in rank keep insertion order: the position is in the key (not xs.index(n), which is O(N^2))
         order = sorted(range(len(xs)), key=lambda i: (nodes[xs[i]].get("rank", math.inf), i))
         return [xs[i] for i in order]
 

@@ -115,7 +115,7 @@ def collective(
     ``system``: cxl, noncoherent, ring, star, or fattree (the smallest k-ary fat tree
     with at least ``xpus`` XPUs; the collective runs over its first ``xpus``). Exact by
     default, on a platform compiled once per process; ``fast`` folds and memoizes the
-    ring algorithms on the paper systems (:func:`hcsim.engine.simulate_system`, within 1%
+    ring algorithms on the paper systems (:func:`hcsim.fast.simulate_system`, within 1%
     of exact; the fold needs their server zones), and is ignored elsewhere (exact).
     """
     from hcsim.fast import is_coherent

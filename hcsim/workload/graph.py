@@ -1,23 +1,20 @@
 """The workload graph (paper Table 3): a directed graph of operators that may cycle.
 
-A :class:`Workload` *is* a :class:`networkx.DiGraph`. Vertices are
+A :class:`Workload` *is* a :class:`networkx.DiGraph`. Vertices are **compute**
+(``flops``, ``precision``, ``mem_bytes``, ``footprint``, ``data``: the data block it
+works on, ``location``: an XPU, ``is_start``) or **comm** (``bytes``, ``kind``: p2p,
+allreduce, reduce_scatter, allgather, broadcast, reduce or alltoall, ``algorithm``: see
+:data:`ALGORITHMS`, ``scope``: the ranks, ``is_start``).
 
-* **compute**: ``flops``, ``precision`` ("fp16"/"fp32"), ``mem_bytes`` (bytes the
-  operator reads and writes), ``footprint`` (bytes it keeps resident; defaults to
-  ``mem_bytes``; decides what fits in local memory), ``data`` (the data block it works
-  on, default its name: vertices on one block share its placement), ``location`` (an
-  XPU), ``is_start``;
-* **comm**: ``bytes``, ``kind`` (p2p, allreduce, reduce_scatter, allgather, broadcast,
-  reduce, alltoall), ``algorithm`` (see :data:`ALGORITHMS`), ``scope`` (``[src, dst]``
-  for p2p, the ordered rank list otherwise; ranks are XPU names), ``is_start``.
+Invariant: an edge u -> v means v's k-th execution needs u's k-th; an edge with
+``skip_first_iteration=True`` is loop-carried (v's k-th needs u's (k-1)-th, and the first
+execution ignores it), which is how the backward pass of step k feeds the forward pass of
+step k+1. Start vertices enter the execution container at time 0.
 
-An edge u -> v means v's k-th execution needs u's k-th. An edge with
-``skip_first_iteration=True`` is loop-carried: v's k-th execution needs u's (k-1)-th,
-and the first execution ignores it (the backward pass of step k feeds the forward
-pass of step k+1). Start vertices enter the execution container at time 0.
+Graphs save to and load from JSON (NetworkX node-link format) and Chakra execution
+traces (:meth:`Workload.to_chakra`, :mod:`hcsim.formats.chakra`).
 
-Graphs save to and load from JSON (NetworkX node-link format), and to and from Chakra
-execution traces (:meth:`Workload.to_chakra`, :mod:`hcsim.formats.chakra`).
+Guide: docs/workloads-and-engine.md, "Workloads" and "Limits".
 """
 
 from __future__ import annotations

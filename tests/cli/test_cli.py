@@ -1,27 +1,11 @@
 """The hcsim command as a user runs it: results, and one-line errors with exit 2."""
 
 import os
-import subprocess
-import sys
 
 import pytest
+from clitools import assert_one_line_error, run
 
 from hcsim.platform import Topology, cxl_system
-
-CLI = [sys.executable, "-m", "hcsim.cli"]
-
-
-def run(*args, cwd=None):
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
-
-
-def assert_one_line_error(result, *needles):
-    assert result.returncode == 2, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def test_build_then_check(tmp_path):

@@ -3,7 +3,7 @@
 import json
 import os
 
-from test_cli import assert_one_line_error, run
+from clitools import assert_one_line_error, run
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 HELIOS = os.path.join(DATA, "helios_cluster_log.csv")

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from test_cli import assert_one_line_error, run
+from clitools import assert_one_line_error, run
 
 from hcsim.errors import HcsimError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from test_cli import run
+from clitools import run
 
 from hcsim.cli import make_parser
 from hcsim.errors import HcsimError

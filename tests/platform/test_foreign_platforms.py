@@ -10,8 +10,8 @@ import json
 import os
 
 import pytest
+from clitools import assert_one_line_error, run
 from lxml import etree
-from test_cli import assert_one_line_error, run
 
 from hcsim.platform import builders
 from hcsim.platform.drawing import NODE_LABELS_UP_TO, _si, draw_topology, link_classes

@@ -4,16 +4,17 @@ Over N ranks in list order (rank i sends to rank i+1 mod N), S bytes per rank, o
 uniform ring of latency L and bandwidth B:
 
 * ``ring`` allreduce: reduce-scatter then allgather, 2(N-1) steps of S/N bytes:
-  2(N-1)(L + S/(N B)). In reduce-scatter step j rank i sends shard (i-j-1) mod N
-  (so rank i ends with shard i reduced), in allgather step j shard (i-j) mod N;
+  2(N-1)(L + S/(N B));
 * ``coherent_ring`` allreduce (paper Sec. 5.4): the reduce-scatter half only, N-1 steps:
   under coherence the averaged gradient must exist *somewhere*, not on every XPU;
 * ``ring`` reduce-scatter and allgather: N-1 steps of S/N.
 
-A rank's next send waits for its previous send and for the chunk its left neighbour
-sent it, so the ring is pipelined (the exact engine) or run step by step
-(:mod:`hcsim.fast.memoize`). These algorithms may also stand for a larger ring (a
-folded run: ``group``; see :mod:`hcsim.fast.folding`).
+Invariant: a rank's next send waits for its previous send and for the chunk its left
+neighbour sent it, so the ring is pipelined (the exact engine) or run step by step
+(:mod:`hcsim.fast.memoize`); its plan may stand for a larger ring (``group``, a folded
+run: :mod:`hcsim.fast.folding`).
+
+Which shard moves at each step: docs/collectives.md, "Closed forms" (Ring).
 """
 
 from __future__ import annotations

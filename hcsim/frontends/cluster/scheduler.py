@@ -13,6 +13,7 @@ after each completion: running jobs, smallest first, move onto GPUs of nodes alr
 use when that empties one of their nodes; the move costs ``overhead`` plus the job's
 GPU memory over the PCIe bandwidth. Jobs that can never run are rejected
 (:func:`check_job`). :mod:`.simulator` loads the platform and runs this actor.
+Guide: docs/cluster.md, "Model".
 """
 
 from __future__ import annotations

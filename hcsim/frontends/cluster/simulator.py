@@ -7,7 +7,7 @@ each other down. The simulation runs in a process of its own
 (:func:`hcsim.simgrid_runtime.run_isolated`) and returns a picklable
 :class:`ClusterResult`. Jobs that can never run (more GPUs than their partition has, an
 unknown partition, neither a duration nor a workload) are rejected and reported; the
-run goes on.
+run goes on. Guide: docs/cluster.md, "Model".
 """
 
 from __future__ import annotations

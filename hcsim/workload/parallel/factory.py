@@ -1,6 +1,6 @@
 """A training run as the workload factory the engine calls, which also tells a fold its units.
 
-:func:`hcsim.engine.simulate_system` builds a workload by calling its factory with the
+:func:`hcsim.fast.simulate_system` builds a workload by calling its factory with the
 XPUs it simulates (``factory(ranks, group=...)``). A :class:`TrainingWorkload` builds
 :func:`~hcsim.workload.parallel.training_graph` there and, through its
 :meth:`~TrainingWorkload.communication` method, tells a fold which units repeat

@@ -1,40 +1,29 @@
 """What a fold may keep or drop whole in a parallel layout: its units and their flows.
 
-A ``dp x tp x pp (x ep)`` training iteration is the same program on every data-parallel
-replica: the replicas differ only in the data they train on, and meet only in the
-gradient collectives, which are rings over the replicas (one per stage and TP slice).
-With expert parallelism the replicas of one EP group also exchange tokens
-(all-to-alls), so the group of ``ep`` replicas is what repeats. :func:`layout_units`
-describes that as a :class:`~hcsim.fast.symmetry.UnitRing` for
-:func:`hcsim.fast.symmetry.fold_units`:
+The replicas of a ``dp x tp x pp (x ep)`` iteration run the same program and meet only
+in the gradient ring allreduces (with experts, an EP group of ``ep`` replicas also
+exchanges tokens, so the group is what repeats). :func:`layout_units` describes that as
+a :class:`~hcsim.fast.symmetry.UnitRing` for :func:`hcsim.fast.symmetry.fold_units`: the
+units (EP groups of replicas, XPUs in rank order), the flows inside a unit (its TP, EP
+and PP collectives' pairs, from the plans of the algorithms the run will use) and the
+flows between consecutive units (the gradient rings' hops).
 
-* **units**: the EP groups of replicas (a replica when ``ep = 1``), in replica order,
-  each listing its XPUs in rank order (position ``(e*pp + p)*tp + t``: replica ``e`` of
-  the group, stage ``p``, TP slice ``t``);
-* **inner flows**: every (sender, receiver) pair the unit's own collectives use, taken
-  from the flow plans of the algorithms the run will use (TP allreduces, or the
-  sequence-parallel allgather/reduce-scatter; the EP all-to-alls; the gradient rings'
-  hops between replicas of one EP group), and the pipeline's p2p both ways;
-* **cross flows**: the hops of the gradient rings from a unit's last replica to the
-  next unit's first (and, with experts, from each replica to the one holding the same
-  experts in the next unit).
-
-The fold keeps whole units and the gradient collectives stand for the full groups
-(:func:`hcsim.workload.parallel.training_graph` with ``group``), which only a ring can
-do: a data-parallel algorithm that is not a ring (or a ring whose flows are not rank i
--> rank i+1) is refused in one line, and the run simulates every XPU. Every unit must
-show the same pairs by position (checked), so what the fold models of one unit is what
-each unit runs.
+Invariant: every unit shows the same pairs by position (checked), and only the ring
+algorithm may carry the gradients across units; any other is refused in one line and
+the run simulates every XPU.
 
     >>> from hcsim.platform import cxl_system
     >>> from hcsim.workload.parallel.layout import Layout
     >>> ring = layout_units(Layout.parse("dp=4,tp=8,pp=2"), cxl_system(64))
     >>> len(ring.units), len(ring.units[0]), len(ring.cross), len(ring.inner)
     (4, 16, 16, 32)
+
+Guide: docs/parallelism.md, "What a fold keeps".
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,14 +61,17 @@ def layout_units(
     layout.check(len(xpus))
     grid = RankGrid(layout, xpus, mapping)
     view = TopologyView.of_topology(topology)
-    dp, tp, pp, ep = layout.dp, layout.tp, layout.pp, layout.ep
+    tp, pp, ep = layout.tp, layout.pp, layout.ep
+    dp = layout.replicas  # with context parallelism: every (replica, CP slice)
+    cp = layout.cp
     experts = ep > 1 if experts is None else experts
-    count = dp // ep
+    size = math.lcm(ep, cp)  # replicas (CP slices) per unit: whole EP groups and whole CP groups
+    count = dp // size
 
     def pos(e: int, p: int, t: int) -> int:
         return (e * pp + p) * tp + t
 
-    units = [[grid.xpu(g * ep + e, p, t) for e in range(ep) for p in range(pp) for t in range(tp)]
+    units = [[grid.xpu(g * size + e, p, t) for e in range(size) for p in range(pp) for t in range(tp)]
              for g in range(count)]  # fmt: skip
 
     def pairs(kind: str, alg: str, scope: list[str], what: str) -> list[tuple[str, str]]:
@@ -100,8 +92,8 @@ def layout_units(
     for g, unit in enumerate(units):
         index = {x: i for i, x in enumerate(unit)}
         found: list[tuple[str, int, int]] = []
-        for e in range(ep):
-            d = g * ep + e
+        for e in range(size):
+            d = g * size + e
             for p in range(pp):
                 if tp > 1:
                     pre, post = TP_PATTERNS[sequence_parallel]
@@ -111,14 +103,30 @@ def layout_units(
                 if p + 1 < pp:
                     for t in range(tp):
                         found += [("pp", pos(e, p, t), pos(e, p + 1, t)), ("pp", pos(e, p + 1, t), pos(e, p, t))]
+                if layout.vp > 1:  # interleaved: the last stage's chunk c feeds the first stage's chunk c+1
+                    for t in range(tp):
+                        found += [("pp", pos(e, pp - 1, t), pos(e, 0, t)), ("pp", pos(e, 0, t), pos(e, pp - 1, t))]
+        if cp > 1:  # ring attention's KV allgather and dKV reduce-scatter within each CP group
+            for first in range(g * size, (g + 1) * size, cp):
+                for p in range(pp):
+                    for t in range(tp):
+                        scope = grid.cp_group(first, p, t)
+                        for kind in ("allgather", "reduce_scatter"):
+                            found += [("cp", index[a], index[b]) for a, b in pairs(kind, _default(kind), scope, "CP")]
         if ep > 1:
-            for p in range(pp):
-                for t in range(tp):
-                    scope = grid.ep_group(g * ep, p, t)
-                    found += [("ep", index[a], index[b]) for a, b in pairs("alltoall", alltoall_algorithm, scope, "EP")]
-            if count * ep > 1:  # the gradient rings' hops between the replicas of one EP group
-                found += [("dp", pos(e, p, t), pos(e + 1, p, t)) for e in range(ep - 1) for p in range(pp)
-                          for t in range(tp)]  # fmt: skip
+            for first in range(g * size, (g + 1) * size, ep):
+                for p in range(pp):
+                    for t in range(tp):
+                        scope = grid.ep_group(first, p, t)
+                        found += [
+                            ("ep", index[a], index[b]) for a, b in pairs("alltoall", alltoall_algorithm, scope, "EP")
+                        ]
+        if size > 1 and count * size > 1:  # the gradient rings' hops between the replicas of one unit
+            found += [("dp", pos(e, p, t), pos(e + 1, p, t)) for e in range(size - 1) for p in range(pp)
+                      for t in range(tp)]  # fmt: skip
+        if experts and ep > 1 and size > ep:  # the expert gradient rings' hops inside a unit (with CP)
+            found += [("dp", pos(e, p, t), pos(e + ep, p, t)) for e in range(size - ep) for p in range(pp)
+                      for t in range(tp)]  # fmt: skip
         found = list(dict.fromkeys(found))
         if inner is None:
             inner = found
@@ -145,9 +153,10 @@ def layout_units(
                     f"layout {layout} cannot be folded: the data-parallel {kind} algorithm {alg!r} does not send "
                     "rank i -> rank i+1 (valid for a fold: a ring in rank order)"
                 )
-        cross += [("dp", pos(ep - 1, p, t), pos(0, p, t)) for p in range(pp) for t in range(tp)]
+        cross += [("dp", pos(size - 1, p, t), pos(0, p, t)) for p in range(pp) for t in range(tp)]
         if experts and ep > 1 and count > 1:
-            cross += [("edp", pos(e, p, t), pos(e, p, t)) for e in range(ep) for p in range(pp) for t in range(tp)]
+            cross += [("edp", pos(size - ep + e, p, t), pos(e, p, t)) for e in range(ep) for p in range(pp)
+                      for t in range(tp)]  # fmt: skip
     return UnitRing(units, inner or [], cross)
 
 
