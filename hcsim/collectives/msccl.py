@@ -2,7 +2,7 @@
 
 A workload names a file as its ``algorithm`` (any path ending in ``.xml``, e.g.
 ``"examples/collectives/allreduce_ring_2ch_4gpus.xml"``); :func:`read_msccl` turns it
-into a registry :class:`~hcsim.collectives.registry.Algorithm` whose schedule runs as
+into a registry :class:`~hcsim.collectives.table.Algorithm` whose schedule runs as
 real flows. MSCCL gpu i is the i-th rank of the scope; a chunk is S / ``nchunksperloop``
 bytes; the steps of a threadblock run in order and also wait for their ``depid``/``deps``
 step; a sending step is one flow of ``cnt`` chunks to the threadblock's ``send`` peer,
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from hcsim.collectives.check import check_schedule
-from hcsim.collectives.registry import Algorithm
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import Algorithm
 from hcsim.collectives.view import TopologyView
 from hcsim.errors import HcsimError
 

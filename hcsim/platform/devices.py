@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 from hcsim.units import parse_bandwidth, parse_bytes, parse_flops
 
 __all__ = ["Device", "PRESETS", "PEAK_SOURCES", "PRECISIONS", "device", "device_rate"]
@@ -136,7 +137,9 @@ PEAK_SOURCES: dict[str, dict[str, str]] = {
 }
 
 
-PRESETS: dict[str, Device] = {
+PRESETS: Registry[Device] = Registry(
+    "XPU preset",
+    {
     "H100": Device(
         "H100", "989.4TFLOPS", "67TFLOPS", "80GiB", "3.35TBps", "NVIDIA H100 Tensor Core GPU datasheet, SXM5"
     ),
@@ -155,7 +158,9 @@ PRESETS: dict[str, Device] = {
         "NVIDIA A100 datasheet (SXM4 80GB), dense peaks as in ml-engineering (see PEAK_SOURCES)",
         bf16="312TFLOPS", tf32="156TFLOPS",
     ),
-}  # fmt: skip
+    },
+    valid="{}; or build a Device",
+)  # fmt: skip
 _ALIASES = {"H100-SXM5": "H100-SXM", "A100-SXM4": "A100-SXM", "A100-80GB": "A100", "V100-SXM2": "V100"}
 
 
@@ -165,5 +170,5 @@ def device(name: str | Device) -> Device:
         return name
     key = _ALIASES.get(str(name).upper(), str(name).upper())
     if key not in PRESETS:
-        raise HcsimError(f"XPU preset {name!r} is unknown (valid: {', '.join(PRESETS)}; or build a Device)")
+        raise PRESETS.unknown(name)
     return PRESETS[key]

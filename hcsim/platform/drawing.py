@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import networkx as nx
+import networkx as nx  # a Topology is typed as its base: topology.py imports this module
 
 _LAYER = {
     ("switch", "core"): 0,

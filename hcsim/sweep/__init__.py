@@ -14,11 +14,9 @@ Guide: docs/sweeps.md.
 
 from hcsim.sweep.runner import (
     SweepReport,
-    add_sweep_arguments,
     read_results,
     run_point,
     run_sweep,
-    sweep_from_arguments,
 )
 from hcsim.sweep.spec import Point, SweepSpec, load_spec
 
@@ -26,10 +24,8 @@ __all__ = [
     "Point",
     "SweepReport",
     "SweepSpec",
-    "add_sweep_arguments",
     "load_spec",
     "read_results",
     "run_point",
     "run_sweep",
-    "sweep_from_arguments",
 ]

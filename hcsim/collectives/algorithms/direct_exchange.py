@@ -17,8 +17,8 @@ Guide: docs/collectives.md, "Closed forms" (Direct).
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

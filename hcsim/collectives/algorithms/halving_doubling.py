@@ -20,8 +20,8 @@ Closed forms for any N: docs/collectives.md, "Closed forms" (Halving-doubling).
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

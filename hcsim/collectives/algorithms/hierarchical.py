@@ -20,8 +20,8 @@ Derivation: docs/collectives.md, "Closed forms" (Hierarchical and 2D ring).
 from __future__ import annotations
 
 from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

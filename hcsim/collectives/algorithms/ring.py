@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.plans import plan as list_order_plan
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 
@@ -68,7 +68,7 @@ def ring_schedule(
     return s
 
 
-@register("allreduce", "ring", plan=ring_plan, ring=True)
+@register("allreduce", "ring", default=True, plan=ring_plan, ring=True)
 def ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allreduce: reduce-scatter + allgather, 2(N-1) steps of S/N."""
     n = len(ranks)
@@ -83,13 +83,13 @@ def coherent_ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedu
     return s
 
 
-@register("reduce_scatter", "ring", plan=ring_plan, ring=True)
+@register("reduce_scatter", "ring", default=True, plan=ring_plan, ring=True)
 def ring_reduce_scatter(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring reduce-scatter: N-1 steps of S/N; rank i ends with shard i reduced."""
     return ring_schedule("reduce_scatter", ranks, nbytes, reduce_scatter_phases(len(ranks)))
 
 
-@register("allgather", "ring", plan=ring_plan, ring=True)
+@register("allgather", "ring", default=True, plan=ring_plan, ring=True)
 def ring_allgather(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allgather: N-1 steps of S/N; rank i starts with shard i."""
     return ring_schedule("allgather", ranks, nbytes, allgather_phases(len(ranks)))

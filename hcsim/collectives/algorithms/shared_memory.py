@@ -14,8 +14,8 @@ The coherence semantics assumed: docs/collectives.md, "Closed forms" (CXL shared
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 from hcsim.errors import HcsimError
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases, ring_schedule
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.plans import plan as ring_plan
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

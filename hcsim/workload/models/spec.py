@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 
 __all__ = ["TransformerSpec", "PRESETS", "load_model", "BYTES_PER_VALUE", "model_flops_per_token"]
 
@@ -233,53 +234,57 @@ def _nemotron(name: str, layers: int, hidden: int, heads: int, kv: int, inner: i
 #: 128 experts of 2880 (SwiGLU), top-4, vocabulary 201088, untied, sliding window 128 on every other
 #: layer (layer_types), initial context 4096; its attention and expert biases and attention sinks are
 #: not counted.
-PRESETS: dict[str, TransformerSpec] = {
-    "llama2-7b": _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
-    "llama2-13b": _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
-    "llama2-70b": _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
-    "llama3-8b": _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
-    "llama3-70b": _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
-    "llama3-405b": _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
-    "mixtral-8x7b": _llama(
-        "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, top_k=2, expert_intermediate=14336
-    ),
-    "gpt3-175b": TransformerSpec(
-        "gpt3-175b",
-        96,
-        12288,
-        96,
-        96,
-        4 * 12288,
-        50257,
-        2048,
-        gated_mlp=False,
-        tied_embeddings=True,
-        bias=True,
-        position_embeddings=2048,
-    ),
-    "gpt3-5b": _gpt("gpt3-5b", 24, 4096, 32),
-    "gpt3-20b": _gpt("gpt3-20b", 44, 6144, 48),
-    "nemotron-8b": _nemotron("nemotron-8b", 32, 4096, 32, 32, 16384),
-    "nemotron-15b": _nemotron("nemotron-15b", 32, 6144, 48, 8, 24576),
-    "nemotron-22b": _nemotron("nemotron-22b", 40, 6144, 48, 48, 24576),
-    "nemotron-340b": _nemotron("nemotron-340b", 96, 18432, 96, 8, 73728),
-    "gpt-oss-120b": TransformerSpec(
-        "gpt-oss-120b",
-        36,
-        2880,
-        64,
-        8,
-        2880,
-        201088,
-        4096,
-        experts=128,
-        top_k=4,
-        expert_intermediate=2880,
-        kv_channels=64,
-        sliding_window=128,
-        sliding_every=2,
-    ),  # fmt: skip
-}
+PRESETS: Registry[TransformerSpec] = Registry(
+    "model",
+    {
+        "llama2-7b": _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
+        "llama2-13b": _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
+        "llama2-70b": _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
+        "llama3-8b": _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
+        "llama3-70b": _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
+        "llama3-405b": _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
+        "mixtral-8x7b": _llama(
+            "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, top_k=2, expert_intermediate=14336
+        ),
+        "gpt3-175b": TransformerSpec(
+            "gpt3-175b",
+            96,
+            12288,
+            96,
+            96,
+            4 * 12288,
+            50257,
+            2048,
+            gated_mlp=False,
+            tied_embeddings=True,
+            bias=True,
+            position_embeddings=2048,
+        ),
+        "gpt3-5b": _gpt("gpt3-5b", 24, 4096, 32),
+        "gpt3-20b": _gpt("gpt3-20b", 44, 6144, 48),
+        "nemotron-8b": _nemotron("nemotron-8b", 32, 4096, 32, 32, 16384),
+        "nemotron-15b": _nemotron("nemotron-15b", 32, 6144, 48, 8, 24576),
+        "nemotron-22b": _nemotron("nemotron-22b", 40, 6144, 48, 48, 24576),
+        "nemotron-340b": _nemotron("nemotron-340b", 96, 18432, 96, 8, 73728),
+        "gpt-oss-120b": TransformerSpec(
+            "gpt-oss-120b",
+            36,
+            2880,
+            64,
+            8,
+            2880,
+            201088,
+            4096,
+            experts=128,
+            top_k=4,
+            expert_intermediate=2880,
+            kv_channels=64,
+            sliding_window=128,
+            sliding_every=2,
+        ),  # fmt: skip
+    },
+    valid="a config.json file or one of {}",
+)
 
 _DTYPES = {"float16": "fp16", "bfloat16": "fp16", "float32": "fp32", "fp16": "fp16", "bf16": "fp16", "fp32": "fp32"}
 _GATED_ACTS = ("silu", "swiglu", "swish")
@@ -291,7 +296,7 @@ def load_model(name_or_path: str | os.PathLike[str]) -> TransformerSpec:
     if key.lower() in PRESETS:
         return PRESETS[key.lower()]
     if not key.endswith(".json") and not os.path.exists(key):
-        raise HcsimError(f"model {key!r} is unknown (valid: a config.json file or one of {', '.join(PRESETS)})")
+        raise PRESETS.unknown(key)
     try:
         with open(key, encoding="utf-8") as f:
             config = json.load(f)

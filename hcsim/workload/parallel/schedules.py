@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 
 __all__ = ["SCHEDULES", "gpipe", "in_flight", "in_flight_by_chunk", "interleaved_1f1b", "one_f_one_b", "schedule"]
 
@@ -77,15 +77,14 @@ def interleaved_1f1b(stages: int, microbatches: int, stage: int, chunks: int) ->
     return order
 
 
-SCHEDULES: dict[str, Callable[[int, int, int], list[Pass]]] = {"1f1b": one_f_one_b, "gpipe": gpipe}
+SCHEDULES: Registry[Callable[[int, int, int], list[Pass]]] = Registry(
+    "pipeline schedule", {"1f1b": one_f_one_b, "gpipe": gpipe}
+)
 
 
 def schedule(name: str) -> Callable[[int, int, int], list[Pass]]:
     """The schedule called ``name`` (see :data:`SCHEDULES`)."""
-    try:
-        return SCHEDULES[name]
-    except KeyError:
-        raise HcsimError(f"pipeline schedule {name!r} is unknown (valid: {', '.join(SCHEDULES)})") from None
+    return SCHEDULES.lookup(name)
 
 
 def in_flight(order: list[Pass] | list[tuple[str, int, int]]) -> int:
