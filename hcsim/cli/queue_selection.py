@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from hcsim.flags import rate_type
+from hcsim.cli.flags import rate_type
 from hcsim.units import parse_minutes
 
 __all__ = ["add_arguments", "minutes_list", "register"]

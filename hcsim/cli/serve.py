@@ -17,7 +17,7 @@ import math
 import os
 
 from hcsim.errors import HcsimError
-from hcsim.flags import DeprecatedAlias, rate_type
+from hcsim.cli.flags import DeprecatedAlias, rate_type
 from hcsim.units import parse_time
 
 __all__ = ["MAX_JOBS", "MAX_SERVERS", "MAX_SEED", "register"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from hcsim.errors import HcsimError
-from hcsim.flags import DeprecatedAlias
+from hcsim.cli.flags import DeprecatedAlias
 
 __all__ = ["MAX_WORKERS", "register"]
 

@@ -2,7 +2,6 @@
 
 from hcsim.sweep.runner import (
     SweepReport,
-    add_sweep_arguments,
     read_results,
     run_point,
     run_sweep,
@@ -14,7 +13,6 @@ __all__ = [
     "Point",
     "SweepReport",
     "SweepSpec",
-    "add_sweep_arguments",
     "load_spec",
     "read_results",
     "run_point",
