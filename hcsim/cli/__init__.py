@@ -1,5 +1,5 @@
-"""The ``hcsim`` command: one module per subcommand; :mod:`.main` parses and dispatches."""
+"""The ``hcsim`` command: one module per subcommand; :mod:`.main` holds their table, parses and dispatches."""
 
-from hcsim.cli.main import COMMAND_MODULES, main, make_parser
+from hcsim.cli.main import COMMANDS, main, make_parser
 
-__all__ = ["COMMAND_MODULES", "main", "make_parser"]
+__all__ = ["COMMANDS", "main", "make_parser"]

@@ -1,7 +1,7 @@
 """``hcsim sweep``: run a parameter sweep from a YAML spec (resumable; local processes or Dask).
 
-Only the standard library at the top: the ``hcsim`` command loads this module for
-``--help`` (see :mod:`hcsim.cli`).
+The sweep itself is :func:`hcsim.sweep.run_sweep`; the options are in
+:func:`hcsim.cli.parsers.add_sweep`. The exit status is 1 when a point failed.
 """
 
 from __future__ import annotations
@@ -9,17 +9,16 @@ from __future__ import annotations
 import argparse
 
 from hcsim.errors import HcsimError
-from hcsim.cli.flags import DeprecatedAlias
+from hcsim.sweep import load_spec, run_sweep
 
-__all__ = ["MAX_WORKERS", "register"]
+__all__ = ["MAX_WORKERS", "main"]
 
 MAX_WORKERS = 256
 """Most parallel points (``-j/--workers``): each is a process (and a Dask worker with ``--executor dask``)."""
 
 
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from hcsim.sweep import load_spec, run_sweep
-
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim sweep``; the exit status."""
     if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
         raise HcsimError(
             f"-j/--workers {args.workers} is invalid (valid: an integer from 1 to {MAX_WORKERS} parallel points)"
@@ -31,20 +30,3 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         f"{report.failed} failed, in {report.seconds:.1f} s"
     )
     return 0 if report.failed == 0 else 1
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim sweep``."""
-    sw = sub.add_parser("sweep", help="run a parameter sweep (resumable; local processes or Dask)")
-    sw.add_argument("spec", help="sweep spec (YAML): function, grid, fixed, points, timeout, out")
-    sw.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
-    sw.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (default: a local cluster)")
-    sw.add_argument(
-        "-j",
-        "--workers",
-        type=int,
-        help="parallel processes: points at once, or local Dask workers (a count; default: CPU count)",
-    )
-    sw.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
-    sw.add_argument("--out", help="results file, JSON lines (default: the spec's 'out')")
-    sw.set_defaults(func=_cmd_sweep)
