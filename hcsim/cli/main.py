@@ -28,7 +28,16 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from hcsim.cli import parsers
+from hcsim.cli.parsers import (
+    add_cluster,
+    add_collective,
+    add_demo,
+    add_platform,
+    add_queue_selection,
+    add_run,
+    add_serve,
+    add_sweep,
+)
 from hcsim.errors import HcsimError
 
 __all__ = ["COMMANDS", "Command", "load_handler", "main", "make_parser"]
@@ -43,14 +52,14 @@ class Command(NamedTuple):
 
 
 COMMANDS = (
-    Command("platform", parsers.add_platform, "hcsim.cli.platform:main"),
-    Command("run", parsers.add_run, "hcsim.cli.run:main"),
-    Command("collective", parsers.add_collective, "hcsim.cli.collective:main"),
-    Command("sweep", parsers.add_sweep, "hcsim.cli.sweep:main"),
-    Command("serve", parsers.add_serve, "hcsim.cli.serve:main"),
-    Command("cluster", parsers.add_cluster, "hcsim.cli.cluster:main"),
-    Command("queue-selection", parsers.add_queue_selection, "hcsim.cli.queue_selection:main"),
-    Command("demo", parsers.add_demo, "hcsim.cli.demo:main"),
+    Command("platform", add_platform, "hcsim.cli.platform:main"),
+    Command("run", add_run, "hcsim.cli.run:main"),
+    Command("collective", add_collective, "hcsim.cli.collective:main"),
+    Command("sweep", add_sweep, "hcsim.cli.sweep:main"),
+    Command("serve", add_serve, "hcsim.cli.serve:main"),
+    Command("cluster", add_cluster, "hcsim.cli.cluster:main"),
+    Command("queue-selection", add_queue_selection, "hcsim.cli.queue_selection:main"),
+    Command("demo", add_demo, "hcsim.cli.demo:main"),
 )
 """The subcommands, in the order ``--help`` lists them."""
 

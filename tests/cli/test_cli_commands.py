@@ -76,7 +76,7 @@ def test_a_usage_error_loads_nothing_heavy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "2 []", r.stdout + r.stderr
     assert r.stderr.strip().splitlines() == [
-        "hcsim: error: unrecognized arguments: --no-such-flag (see 'hcsim run --help')"
+        "hcsim: error: unrecognized arguments: --no-such-flag (see 'hcsim --help')"
     ], r.stderr
 
 
