@@ -1,4 +1,4 @@
-"""argparse helpers shared by the commands and the experiment scripts: rates, old spellings, sweep flags.
+"""argparse helpers shared by the commands: rates with units, old spellings of renamed flags.
 
 * A **rate** takes a unit, ``/s``, ``/min`` or ``/h`` (``--rate 6000/s``, ``--rate
   0.1/min``); a bare number is per the command's own clock unit (seconds for serving,
@@ -21,7 +21,7 @@ from typing import Any
 from hcsim.errors import HcsimError
 from hcsim.units import parse_rate
 
-__all__ = ["DeprecatedAlias", "add_sweep_arguments", "rate_type"]
+__all__ = ["DeprecatedAlias", "rate_type"]
 
 
 def rate_type(what: str, per: str) -> Callable[[str], float]:
@@ -55,16 +55,3 @@ class DeprecatedAlias(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None):
         print(f"hcsim: note: {option} is deprecated, use {self.new}", file=sys.stderr)
         setattr(namespace, self.dest, values)
-
-
-def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every experiment script shares, so any of them scales out unchanged.
-
-    Their values go to :func:`hcsim.sweep.sweep_from_arguments`.
-    """
-    parser.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
-    parser.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    parser.add_argument(
-        "-j", "--workers", type=int, help="parallel processes: points at once, or local Dask workers (default: CPUs)"
-    )
-    parser.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")

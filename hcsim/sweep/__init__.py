@@ -5,7 +5,6 @@ from hcsim.sweep.runner import (
     read_results,
     run_point,
     run_sweep,
-    sweep_from_arguments,
 )
 from hcsim.sweep.spec import Point, SweepSpec, load_spec
 
@@ -17,5 +16,4 @@ __all__ = [
     "read_results",
     "run_point",
     "run_sweep",
-    "sweep_from_arguments",
 ]

@@ -408,15 +408,3 @@ def run_sweep(
         bar.close()
         results.close()
     return SweepReport(path, len(points), len(points) - len(todo), ok, failed, time.perf_counter() - t0)
-
-
-def sweep_from_arguments(spec: SweepSpec, args: Any, out: str) -> list[dict[str, Any]]:
-    """Run ``spec`` with the shared flags; return the latest ok row of every point of the spec.
-
-    ``args`` has ``executor``, ``workers`` and ``scheduler``, e.g. the flags of
-    :func:`hcsim.cli.flags.add_sweep_arguments`.
-    """
-    run_sweep(spec, out=out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
-    wanted = {p.id for p in spec.expand()}
-    latest = {r["id"]: r for r in read_results(out) if r.get("status") == "ok" and r["id"] in wanted}
-    return [latest[p.id] for p in spec.expand() if p.id in latest]
