@@ -1,7 +1,8 @@
 """``hcsim demo``: the paper's two systems at a small scale.
 
 The demo itself is :func:`hcsim.demo.run_demo`: it builds the CXL system, simulates
-transfers in SimGrid and draws it. The options are in :func:`hcsim.cli.parsers.add_demo`.
+transfers in SimGrid and draws it into ``--out``; ``--xpus`` is checked there (a
+multiple of 8 from 16 to 256). The options are in :func:`hcsim.cli.parsers.add_demo`.
 """
 
 from __future__ import annotations
