@@ -10,29 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import Any
 
-from hcsim.flags import DeprecatedAlias
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.outputs import save_figure, write_csv
-from hcsim.sweep import SweepSpec, read_results, run_sweep
-
-
-def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every experiment script shares, so any of them scales out unchanged."""
-    parser.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
-    parser.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    parser.add_argument(
-        "-j", "--workers", type=int, help="parallel processes: points at once, or local Dask workers (default: CPUs)"
-    )
-    parser.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
-
-
-def sweep_from_arguments(spec: SweepSpec, args: argparse.Namespace, out: str) -> list[dict[str, Any]]:
-    """Run ``spec`` with the shared flags; return the latest ok row of every point of the spec."""
-    run_sweep(spec, out=out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
-    wanted = {p.id for p in spec.expand()}
-    latest = {r["id"]: r for r in read_results(out) if r.get("status") == "ok" and r["id"] in wanted}
-    return [latest[p.id] for p in spec.expand() if p.id in latest]
+from hcsim.sweep import SweepSpec
 
 
 def parser(doc: str) -> argparse.ArgumentParser:

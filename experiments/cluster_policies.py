@@ -24,8 +24,7 @@ import argparse
 import os
 import tempfile
 
-from _study import add_sweep_arguments, sweep_from_arguments
-
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.frontends.cluster.traces import read_swf, write_swf
 from hcsim.outputs import save_figure, write_csv
 from hcsim.sweep import SweepSpec

@@ -14,8 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from _study import add_sweep_arguments, sweep_from_arguments
-
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.outputs import save_figure, write_csv
 from hcsim.sweep import SweepSpec
 

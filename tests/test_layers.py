@@ -38,12 +38,8 @@ KNOWN_UPWARD = {
     ("hcsim.engine.execution", "hcsim.fast.rounds"): "FAST",
     ("hcsim.engine.simulator", "hcsim.fast.repeat"): "FAST",
     ("hcsim.workload.parallel.units", "hcsim.fast.symmetry"): "FAST",
-    ("hcsim.frontends.queue_selection", "hcsim.cli.queue_selection"): "CLI",  # add_arguments to cli/
-    ("hcsim.frontends.queue_selection.runner", "hcsim.cli.queue_selection"): "CLI",
 }
-KNOWN_CIRCLES = {
-    frozenset({"hcsim.cli.queue_selection", "hcsim.frontends.queue_selection.runner"}): "CLI",
-}
+KNOWN_CIRCLES = {}
 KNOWN_LONG = {
     "hcsim.fast.memoize": "FAST",
 }

@@ -3,27 +3,47 @@
 The platform is a compiled XML file (``--platform``) or a system built on the fly
 (``--system``, the options of ``hcsim platform build``), run through
 :func:`hcsim.fast.system.simulate_system` (``--fast`` folds, memoizes and extrapolates
-repeating iterations; ``--repeat`` does the last alone). The workload
-is picked by :func:`hcsim.formats.workload_files.load_workload`. Only the standard library at
-the top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+repeating iterations; ``--repeat`` does the last alone). The workload is picked by
+:func:`hcsim.formats.workload_files.load_workload`, or is a transformer (``--model``): one
+inference step with ``--inference``, else parallel training iterations
+(:class:`hcsim.workload.parallel.factory.TrainingWorkload`). The options are in
+:func:`hcsim.cli.parsers.add_run`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import warnings
+from collections.abc import Callable
 
+from hcsim.cli.platform import build_topology
+from hcsim.collectives import algorithm
+from hcsim.engine import report, simulate
 from hcsim.errors import HcsimError
-from hcsim.flags import DeprecatedAlias
+from hcsim.fast import simulate_system
+from hcsim.fast.system import FoldRefused
+from hcsim.files import check_output_path
+from hcsim.formats.workload_files import load_workload, xpu_rates_from_platform
+from hcsim.platform import simgrid_files
+from hcsim.platform.probe import host_facts, precheck_platform
+from hcsim.workload.catalog import DATA_PARALLEL
+from hcsim.workload.graph import Workload
+from hcsim.workload.models.inference import check_inference, inference_step
+from hcsim.workload.models.spec import load_model
+from hcsim.workload.parallel.factory import TrainingWorkload
+from hcsim.workload.parallel.layout import Layout
 
-__all__ = ["register"]
+__all__ = ["MAX_ITERATIONS", "main"]
 
-_WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.workload.catalog.WORKLOADS
 MAX_ITERATIONS = 100_000
 """Most iterations ``hcsim run`` accepts: each is simulated event by event, so a billion would
 run for days (and used to end in a traceback); see docs/workloads-and-engine.md."""
 
 
-def _hosts_used(work) -> set[str]:  # noqa: ANN001 - a Workload
+def _hosts_used(work: Workload) -> set[str]:
     """The hosts a workload computes on or communicates among."""
     used: set[str] = set()
     for _, d in work.nodes(data=True):
@@ -34,7 +54,7 @@ def _hosts_used(work) -> set[str]:  # noqa: ANN001 - a Workload
     return used
 
 
-def _narrowing(args: argparse.Namespace, work, xpus: list[str]) -> str | None:  # noqa: ANN001 - a Workload
+def _narrowing(args: argparse.Namespace, work: Workload, xpus: list[str]) -> str | None:
     """A warning when the workload leaves some of the platform's XPUs idle (None when it uses them all)."""
     used = len(_hosts_used(work) & set(xpus))
     if used >= len(xpus):
@@ -45,19 +65,8 @@ def _narrowing(args: argparse.Namespace, work, xpus: list[str]) -> str | None:  
     return f"workload {name!r} uses {used} of the platform's {len(xpus)} XPUs (the others stay idle)"
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    import json
-    import sys
-    import warnings
-
-    from hcsim.cli.platform import build_topology
-    from hcsim.engine import report, simulate
-    from hcsim.fast import simulate_system
-    from hcsim.fast.system import FoldRefused
-    from hcsim.files import check_output_path
-    from hcsim.formats.workload_files import load_workload
-    from hcsim.workload.catalog import DATA_PARALLEL
-
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim run``; the exit status."""
     if args.iterations is None:
         if not args.model:
             raise HcsimError("--iterations is required (valid: an integer >= 1)")
@@ -75,7 +84,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     rates: dict[str, float] = {}  # fp32 FLOP/s per XPU: Chakra durations and AICB times become FLOPs
     built = []
 
-    def workload(ranks: list[str], group: int | None):  # noqa: ANN202 - a Workload
+    def workload(ranks: list[str], group: int | None) -> Workload:
         w = load_workload(
             args.workload, ranks, group, size=args.bytes, what="--bytes", xpu_flops=rates, rank_map=args.rank_map,
             comm_groups=args.comm_groups, algorithm=args.algorithm,
@@ -83,27 +92,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         built.append(w)
         return w
 
-    if args.model or args.workload is None:  # a transformer (issue 16): hcsim.cli.model_options
-        from hcsim.cli.model_options import model_workload
-        from hcsim.cli.training_options import training_workload
-
-        workload = training_workload(args) if args.model and not args.inference else model_workload(args)
+    if args.model or args.workload is None:  # a transformer (issue 16)
+        workload = _training_workload(args) if args.model and not args.inference else _inference_workload(args)
 
     if args.platform:
         if args.system:
             raise HcsimError("give either --platform FILE.xml or --system, not both")
-        from hcsim.platform import simgrid_files as foreign
-        from hcsim.platform.probe import host_facts, precheck_platform
-
         precheck_platform(args.platform)  # values SimGrid would abort on, refused in one line first
-        from hcsim.formats.workload_files import xpu_rates_from_platform
-
         if args.fast:
             raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")
-        declared = foreign.read_declared(args.platform) if _is_file(args.platform) else foreign.Declared()
-        config = foreign.network_config(args.network_model or "file")
+        on_disk = os.path.isfile(args.platform)
+        declared = simgrid_files.read_declared(args.platform) if on_disk else simgrid_files.Declared()
+        config = simgrid_files.network_config(args.network_model or "file")
         facts = host_facts(args.platform)
-        xpus, how = foreign.choose_xpus(facts, args.xpus_from or "auto", args.platform)
+        xpus, how = simgrid_files.choose_xpus(facts, args.xpus_from or "auto", args.platform)
         rates.update(xpu_rates_from_platform(args.platform))
         if args.coherent is not None:
             coherent, why = args.coherent, "--coherent" if args.coherent else "--no-coherent"
@@ -119,7 +121,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         notes.insert(
             0,
             f"platform {args.platform}: {len(xpus)} XPUs ({how}; --xpus-from), network model "
-            f"{foreign.model_in_force(declared, args.network_model or 'file')}, "
+            f"{simgrid_files.model_in_force(declared, args.network_model or 'file')}, "
             f"{'coherent' if coherent else 'non-coherent'} memory ({why})",
         )
         no_memory = sum(1 for x in xpus if x in facts.without_memory)
@@ -145,8 +147,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
         fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
         if args.fast and args.algorithm is not None:
-            from hcsim.collectives import algorithm
-
             fold = None if algorithm("allreduce", args.algorithm).ring else False
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
@@ -189,87 +189,56 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_file(path: str) -> bool:
-    import os
+def _inference_workload(args: argparse.Namespace) -> Callable[..., Workload]:
+    """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` (checked now)."""
+    if args.workload and args.model:
+        raise HcsimError("give either --workload or --model, not both")
+    if not args.model:
+        raise HcsimError("a workload is required (valid: --workload NAME|FILE.json or --model NAME|config.json)")
+    spec = load_model(args.model)
+    if not args.inference:
+        raise HcsimError(f"--model {args.model} needs --inference (one prefill or decode step)")
+    if args.context is None:
+        raise HcsimError("--inference needs --context (the prompt length for prefill, the KV length for decode)")
+    check_inference(spec, args.tp or 1, batch=args.batch, context=args.context, tp=args.tp or 1)
 
-    return os.path.isfile(path)
+    def workload(ranks: list[str], group: int | None = None) -> Workload:
+        return inference_step(spec, ranks, batch=args.batch, context=args.context, phase=args.phase, tp=args.tp)
+
+    return workload
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim run``."""
-    from hcsim.cli.platform import SYSTEMS
+def _training_workload(args: argparse.Namespace) -> TrainingWorkload:
+    """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` for training."""
+    if args.workload:
+        raise HcsimError("give either --workload or --model, not both")
+    if getattr(args, "tp", None) is not None:
+        raise HcsimError("--tp needs --inference (for training give --parallel tp=N)")
+    if getattr(args, "context", None) is not None:
+        raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
+    spec = load_model(args.model)
 
-    r = sub.add_parser("run", help="run a workload graph on a platform and print its metrics")
-    r.add_argument("--platform", help="platform XML (from 'hcsim platform build')")
-    r.add_argument("--system", choices=SYSTEMS, help="or build this system on the fly")
-    r.add_argument("--xpus", type=int, help="with --system: number of XPUs")
-    r.add_argument("--mix", help="with --system: XPU type(s), e.g. H100+A100")
-    r.add_argument("--cxl-bandwidth", help=argparse.SUPPRESS)
-    r.add_argument("--cxl-latency", help=argparse.SUPPRESS)
-    r.add_argument("--link-bandwidth", help=argparse.SUPPRESS)
-    r.add_argument("--link-latency", help=argparse.SUPPRESS)
-    r.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
-    r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
-    r.add_argument(
-        "--workload",
-        help=f"workload JSON file (Workload.to_json), Chakra trace PATH/PREFIX (PREFIX.RANK.et), AICB workload file, "
-        f"or one of {', '.join(_WORKLOADS)}",
-    )
-    r.add_argument("--rank-map", help='Chakra/AICB: JSON file placing ranks on XPUs ({"0": "xpu3", ...} or a list)')
-    r.add_argument("--comm-groups", help='Chakra: ASTRA-sim communicator-group JSON ({"1": [0, 1], ...})')
-    from hcsim.cli.main import _load  # the models' options, without importing hcsim.workload (--help stays light)
+    def layout_of(xpus: int) -> Layout:
+        layout = Layout.parse(args.parallel or f"dp={xpus}", xpus)
+        if args.ep is not None:
+            if layout.ep not in (1, args.ep):
+                raise HcsimError(f"--ep {args.ep} contradicts ep={layout.ep} in --parallel")
+            if args.ep < 1:
+                raise HcsimError(f"--ep {args.ep} is invalid (valid: an integer >= 1)")
+            layout = Layout(layout.dp, layout.tp, layout.pp, args.ep)
+        return layout
 
-    _load("hcsim.cli.model_options").add_run_options(r)  # --model --inference --batch --context --tp
-    # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel (training with --model)
-    _load("hcsim.cli.training_options").add_training_options(r)
-    r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
-    r.add_argument(
-        "--algorithm",
-        help="allreduce algorithm of llama2-13b and allreduce (default ring): a name of 'hcsim collective "
-        "--algorithm all', module:function, or an MSCCL-IR .xml",
+    # a factory that also names its units, so --fast folds whole replicas (hcsim.workload.parallel.units)
+    return TrainingWorkload(
+        spec,
+        layout_of,
+        microbatches=args.microbatches,
+        micro_batch=args.micro_batch,
+        sequence=args.sequence,
+        schedule_name=args.schedule,
+        zero=args.zero,
+        sequence_parallel=args.sequence_parallel,
+        dp_algorithm=args.dp_algorithm,
+        tp_algorithm=args.tp_algorithm,
+        mapping=args.mapping,
     )
-    r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
-    coh = r.add_mutually_exclusive_group()
-    coh.add_argument(
-        "--coherent",
-        dest="coherent",
-        action="store_true",
-        default=None,
-        help="coherent memory (default: --system cxl, or a --platform whose root zone has coherent=true)",
-    )
-    coh.add_argument(
-        "--no-coherent",
-        dest="coherent",
-        action="store_false",
-        help="non-coherent memory (default for other systems and for platforms without a 'coherent' property)",
-    )
-    r.add_argument(
-        "--fast",
-        action="store_true",
-        help="fold the system to representative servers, memoize repeated ring steps and extrapolate repeating "
-        "iterations (within 1%% of exact)",
-    )
-    r.add_argument(
-        "--repeat",
-        action="store_true",
-        help="extrapolate the iterations after one that repeats the one before on an idle network (--fast: on)",
-    )
-    r.add_argument(
-        "--xpus-from",
-        choices=("auto", "property", "all-hosts"),  # hcsim.platform.simgrid_files.XPUS_FROM
-        help="with --platform: which hosts are XPUs: those with kind=xpu ('property'), every host ('all-hosts'), "
-        "or 'auto' (default): 'property' if any host has kind=xpu, else every host",
-    )
-    r.add_argument(
-        "--network-model",
-        choices=("file", "raw"),  # hcsim.platform.simgrid_files.NETWORK_MODELS
-        help="with --platform: 'file' (default) runs the model the file's <config> names, or SimGrid's default "
-        "LV08 if none; 'raw' forces SimGrid's raw model (lone transfer = latency + size/bandwidth)",
-    )
-    r.add_argument("--chrome-trace", metavar="FILE", help="write a Chrome/Perfetto trace (JSON)")
-    # in 'hcsim cluster' --trace is an input: here the old spelling still works, with a note
-    r.add_argument("--trace", dest="chrome_trace", metavar="FILE", action=DeprecatedAlias, new="--chrome-trace")
-    r.add_argument("--csv", help="write the per-vertex trace as CSV")
-    r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")
-    r.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    r.set_defaults(func=_cmd_run)

@@ -1,29 +1,22 @@
 """Queue selection for batch-processing supercomputers (Kawanami, Yoshihisa, Kanazawa), on SimGrid.
 
-A job manager (the gateway) puts each arriving job into one of N = 6 queues by a
-selection method: ``random``, ``mql`` (fewest jobs now), ``maql`` (smallest
-time-averaged length) or ``offset(M)`` (fewest completions in the last M minutes).
-Arrivals follow the paper's Lomax law, service times its 12 parameter sets, and a queue
-is either the paper's (a job's end is fixed on arrival) or a FIFO line of c servers. The
-metric is the completion time (finish - arrival); :func:`summarize` reports it per
-method.
-
-Invariants: every method of a replication sees the same arrivals, service draws and
-uniforms (common random numbers), and the results do not depend on ``workers``.
+A gateway puts each arriving job into one of N = 6 queues by a selection rule (random,
+mql, maql, offset(M)); the metric is the distribution of job completion times per rule.
+Every queue is a SimGrid host and every job an exec on it (1 simulated second is 1
+minute); all rules of a replication share its arrivals and service draws (common random
+numbers), and results do not depend on the number of worker processes.
 
 Where it lives: :mod:`.model` (parameters, inputs, queue state, run records),
-:mod:`.rules` (the selection rules, a registry), :mod:`.simulator` (SimGrid),
-:mod:`.outputs` (summary, CDFs, files); the command is :mod:`hcsim.cli.queue_selection`.
-
-Guide: docs/queue-selection.md (the model, how it runs on SimGrid, the choices made
-where the paper is silent).
+:mod:`.rules` (the selection rules, a registry), :mod:`.simulator` (SimGrid:
+:func:`simulate`, :func:`run_traces`), :mod:`.outputs` (summary, CDFs, files); the
+command is :mod:`hcsim.cli.queue_selection`. The model, the paper's parameter sets and
+the choices made where the paper is silent: docs/queue-selection.md.
 """
 
 from __future__ import annotations
 
 from hcsim.analysis.statistics import erlang_c_response, ratio_interval
 from hcsim.analysis.statistics import t975 as _t975  # noqa: F401 - the old private name, used by tests
-from hcsim.cli.queue_selection import add_arguments
 from hcsim.frontends.queue_selection.model import (
     ARRIVALS,
     LOMAX_A,
@@ -54,7 +47,6 @@ from hcsim.frontends.queue_selection.rules import (
     register_rule,
     select_queue,
 )
-from hcsim.frontends.queue_selection.runner import run_from_arguments
 from hcsim.frontends.queue_selection.simulator import BLOCK, run_traces, simulate
 
 __all__ = [
@@ -86,8 +78,6 @@ __all__ = [
     "cdf_points",
     "erlang_c_response",
     "write_outputs",
-    "add_arguments",
-    "run_from_arguments",
     "ARRIVALS",
     "OFFSET_RULES",
     "OFFSET_TIES",
