@@ -32,7 +32,7 @@ __all__ = [
     "add_topology_options",
 ]
 
-SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine")
+SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine", "dgx-h100", "dgx-a100")
 """The systems ``hcsim platform build`` and ``hcsim run --system`` can build."""
 WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.workload.catalog.WORKLOADS
 XPUS_FROM = ("auto", "property", "all-hosts")  # hcsim.platform.simgrid_files.XPUS_FROM
@@ -49,7 +49,8 @@ def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> N
     p.add_argument(
         "--xpus",
         type=int,
-        help="number of XPUs (paper systems: a multiple of 8 up to 4096; ring <= 256, star <= 1024, leafspine <= 4096)",
+        help="number of XPUs (paper systems: a multiple of 8 up to 4096; ring <= 256, star <= 1024, leafspine <= 4096; "
+        "dgx-h100/dgx-a100: 1-8 or a multiple of 8)",
     )
     p.add_argument("--mix", help="XPU type(s): 'H100', 'H100+A100', 'H100+V100' (paper systems: one type per ToR)")
     p.add_argument("--cxl-bandwidth", help="CXL link bandwidth for 'cxl' (default 128GBps)")
@@ -198,11 +199,35 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
     g.add_argument("--microbatches", type=int, help="microbatches per pipeline and iteration (default 2 x pp)")
     g.add_argument("--micro-batch", type=int, default=1, help="sequences per microbatch (default 1)")
     g.add_argument("--sequence", type=int, help="tokens per sequence (default: the model's)")
-    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP; default 0)")
+    g.add_argument(
+        "--zero",
+        type=int,
+        choices=(0, 1, 2, 3),
+        help="ZeRO stage (3 = FSDP; default 0, or 1 = Megatron's distributed optimizer with --calibration)",
+    )
     g.add_argument("--ep", type=int, help="expert-parallel degree (MoE models; same as ep= in --parallel)")
     g.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b", help="pipeline schedule (default 1f1b)")
     g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism in TP groups")
     g.add_argument("--mapping", help="rank order, innermost first (default tp,pp,dp)")
+    g.add_argument(
+        "--precision",
+        choices=("fp32", "fp16", "bf16", "fp8"),
+        help="training precision (docs/training-features.md; default the model's)",
+    )
+    g.add_argument(
+        "--recompute", choices=("none", "selective", "full"), default="none", help="activation recomputation"
+    )
+    g.add_argument(
+        "--calibration",
+        default="ideal",
+        help="ideal (datasheet peaks, link speed; the default), dgx-h100, dgx-a100, or a calibration YAML "
+        "(docs/calibration.md)",
+    )
+    g.add_argument(
+        "--allow-spill",
+        action="store_true",
+        help="on a DGX: let what does not fit in HBM spill to host memory (default: refuse in one line)",
+    )
     g.add_argument("--dp-algorithm", default="ring", help="allreduce algorithm of the gradients (default ring)")
     g.add_argument("--tp-algorithm", default="ring", help="allreduce algorithm inside TP groups (default ring)")
 

@@ -17,7 +17,7 @@ from hcsim.errors import HcsimError
 from hcsim.files import atomic_path
 from hcsim.formats.graphml import read_graphml, write_graphml
 from hcsim.formats.topology_files import import_topology
-from hcsim.platform import builders
+from hcsim.platform import builders, dgx
 from hcsim.platform.builders import MAX_SPINES, MAX_XPUS
 from hcsim.platform.compiler import compile_platform
 from hcsim.platform.probe import check_platform
@@ -26,11 +26,12 @@ from hcsim.platform.topology import Topology
 __all__ = ["build_topology", "main", "unused_mix", "warn"]
 
 
-def build_topology(args: argparse.Namespace, warnings: list[str] | None = None) -> Topology:
+def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, spec: object = None) -> Topology:
     """The topology named by the options of :func:`add_topology_options` (shared by build, draw and run).
 
     A warning (an option that had no effect) is printed on stderr, or appended to
-    ``warnings`` for a caller that prints it once its command has succeeded.
+    ``warnings`` for a caller that prints it once its command has succeeded. ``spec``: a DGX's
+    links (:func:`hcsim.calibration.machine.calibrated_dgx_spec`), for ``dgx-*`` systems.
     """
     system, n = args.system, args.xpus
     if n is None:
@@ -46,6 +47,10 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None) 
     if args.link_latency:
         link["latency"] = args.link_latency
     xpu = args.mix or "H100"
+    if system in dgx.DGX_SYSTEMS:
+        if args.mix or args.link_bandwidth or args.link_latency:
+            raise HcsimError(f"--mix/--link-bandwidth/--link-latency do not apply to '{system}' (a fixed machine)")
+        return dgx.dgx_system(n, dgx.DGX_SYSTEMS[system], spec=spec)
     if system in ("noncoherent", "cxl"):
         kwargs = {"mix": xpu}
         if args.cxl_bandwidth:
@@ -83,6 +88,8 @@ _SCALES = {
     "ring": (2, "an integer >= 2"),
     "star": (1, "an integer >= 1"),
     "leafspine": (1, "a multiple of --hosts-per-leaf"),
+    "dgx-h100": (1, "1-8 or a multiple of 8"),
+    "dgx-a100": (1, "1-8 or a multiple of 8"),
 }
 
 
@@ -90,7 +97,7 @@ def _check_scale(args: argparse.Namespace) -> None:
     """Refuse sizes beyond :data:`hcsim.platform.builders.MAX_XPUS` up front: building them would look hung."""
     system, n = args.system, args.xpus
     smallest, shape = _SCALES[system]
-    largest = MAX_XPUS[system]
+    largest = dgx.MAX_GPUS if system in dgx.DGX_SYSTEMS else MAX_XPUS[system]
     if not smallest <= n <= largest:
         valid = shape if smallest == largest else f"{shape} from {smallest}, at most {largest}"
         raise HcsimError(f"--xpus {n} is invalid for '{system}' (valid: {valid}; see docs/platform.md, Limits)")

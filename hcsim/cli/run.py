@@ -18,7 +18,11 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
+from hcsim.calibration import Calibration, load_calibration
+from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.cli.platform import build_topology
 from hcsim.collectives import algorithm
 from hcsim.engine import report, simulate
@@ -28,13 +32,16 @@ from hcsim.fast.system import FoldRefused
 from hcsim.files import check_output_path
 from hcsim.formats.workload_files import load_workload, xpu_rates_from_platform
 from hcsim.platform import simgrid_files
+from hcsim.platform.dgx import DGX_SYSTEMS
 from hcsim.platform.probe import host_facts, precheck_platform
+from hcsim.platform.topology import Topology
 from hcsim.workload.catalog import DATA_PARALLEL
 from hcsim.workload.graph import Workload
 from hcsim.workload.models.inference import check_inference, inference_step
-from hcsim.workload.models.spec import load_model
+from hcsim.workload.models.spec import load_model, model_flops_per_token
 from hcsim.workload.parallel.factory import TrainingWorkload
 from hcsim.workload.parallel.layout import Layout
+from hcsim.workload.parallel.memory import check_fits, training_memory
 
 __all__ = ["MAX_ITERATIONS", "main"]
 
@@ -92,8 +99,18 @@ def main(args: argparse.Namespace) -> int:
         built.append(w)
         return w
 
+    calib = load_calibration(args.calibration)  # None: the ideal model
+    training = bool(args.model) and not args.inference
+    if not training:
+        for flag, value in (("--precision", args.precision), ("--zero", args.zero)):
+            if value is not None:
+                raise HcsimError(f"{flag} applies to training (--model without --inference)")
+        if args.recompute != "none" or calib is not None:
+            raise HcsimError("--recompute and --calibration apply to training (--model without --inference)")
+    if args.zero is None:
+        args.zero = 1 if calib is not None else 0  # calibrated runs: Megatron's distributed optimizer, as NeMo runs
     if args.model or args.workload is None:  # a transformer (issue 16)
-        workload = _training_workload(args) if args.model and not args.inference else _inference_workload(args)
+        workload = _training_workload(args, calib) if training else _inference_workload(args)
 
     if args.platform:
         if args.system:
@@ -137,9 +154,16 @@ def main(args: argparse.Namespace) -> int:
             raise HcsimError("--xpus-from applies to --platform FILE.xml, not --system (its XPUs are known)")
         if args.network_model == "file":
             raise HcsimError("--network-model file applies to --platform FILE.xml; --system always runs 'raw'")
-        topo = build_topology(args, notes)
+        spec = None
+        if calib is not None and args.system in DGX_SYSTEMS:
+            spec = calibrated_dgx_spec(DGX_SYSTEMS[args.system], calib)
+        elif calib is not None:
+            raise HcsimError(f"--calibration {args.calibration} needs a machine it describes (valid: --system "
+                             f"{', '.join(DGX_SYSTEMS)}; or --calibration ideal)")  # fmt: skip
+        topo = build_topology(args, notes, spec=spec)
+        if training and args.system in DGX_SYSTEMS:
+            _check_fits(args, workload, topo)
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
-        training = bool(args.model) and not args.inference  # --fast folds whole replicas of its layout
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
                 f"--fast applies to data-parallel workloads and --model training, not {args.workload or args.model!r} "
@@ -169,6 +193,8 @@ def main(args: argparse.Namespace) -> int:
     if narrowing:
         notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)
+    if training:
+        summary.update(_throughput(workload, summary, len(topo.xpus()) if not args.platform else len(xpus)))
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
     }
@@ -187,6 +213,35 @@ def main(args: argparse.Namespace) -> int:
         text += "\nskipped from the input  " + ", ".join(f"{n} {k}" for k, n in skipped.items())
     print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
     return 0
+
+
+def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topology) -> None:
+    """On a DGX: what each rank holds must fit in its HBM, unless ``--allow-spill`` (one line otherwise)."""
+    xpus = topo.xpus()
+    o = workload.options
+    stages = training_memory(
+        workload.spec, workload.full_layout(len(xpus)), micro_batch=o["micro_batch"], sequence=o["sequence"],
+        microbatches=o["microbatches"], schedule_name=o["schedule_name"], zero=o["zero"],
+        precision=o.get("precision"), recompute=o.get("recompute", "none"),
+        sequence_parallel=o["sequence_parallel"], xpus=len(xpus),
+    )  # fmt: skip
+    check_fits(stages, topo.nodes[xpus[0]]["memory"], allow_spill=args.allow_spill)
+
+
+def _throughput(workload: Any, summary: dict, gpus: int) -> dict[str, float]:
+    """Tokens per second per GPU and model TFLOP/s per GPU (model FLOPs as Megatron counts them)."""
+    layout = workload.full_layout(gpus)
+    o = workload.options
+    sequence = o["sequence"] or workload.spec.sequence
+    microbatches = o["microbatches"] or (2 * layout.pp if layout.pp > 1 else 1)
+    tokens = layout.dp * microbatches * o["micro_batch"] * sequence
+    seconds = summary["steady_iteration_s"]
+    per_gpu = tokens / seconds / gpus
+    return {
+        "tokens_per_s_per_gpu": per_gpu,
+        "model_tflops_per_gpu": per_gpu * model_flops_per_token(workload.spec, sequence) / 1e12,
+        "tokens_per_iteration": tokens,
+    }
 
 
 def _inference_workload(args: argparse.Namespace) -> Callable[..., Workload]:
@@ -208,7 +263,7 @@ def _inference_workload(args: argparse.Namespace) -> Callable[..., Workload]:
     return workload
 
 
-def _training_workload(args: argparse.Namespace) -> TrainingWorkload:
+def _training_workload(args: argparse.Namespace, calib: Calibration | None = None) -> TrainingWorkload:
     """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` for training."""
     if args.workload:
         raise HcsimError("give either --workload or --model, not both")
@@ -225,9 +280,13 @@ def _training_workload(args: argparse.Namespace) -> TrainingWorkload:
                 raise HcsimError(f"--ep {args.ep} contradicts ep={layout.ep} in --parallel")
             if args.ep < 1:
                 raise HcsimError(f"--ep {args.ep} is invalid (valid: an integer >= 1)")
-            layout = Layout(layout.dp, layout.tp, layout.pp, args.ep)
+            layout = replace(layout, ep=args.ep)
         return layout
 
+    calibrated = {}
+    if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
+        calibrated["calibration"] = calib
+    extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
     # a factory that also names its units, so --fast folds whole replicas (hcsim.workload.parallel.units)
     return TrainingWorkload(
         spec,
@@ -241,4 +300,6 @@ def _training_workload(args: argparse.Namespace) -> TrainingWorkload:
         dp_algorithm=args.dp_algorithm,
         tp_algorithm=args.tp_algorithm,
         mapping=args.mapping,
+        **extra,
+        **calibrated,
     )

@@ -185,6 +185,8 @@ class Workload(nx.DiGraph):
         if kind == "compute":  # validate() memoizes this branch on what it reads: keep its key in step
             _nonneg(d.get("flops"), f"compute vertex '{name}': flops")
             _nonneg(d.get("mem_bytes", 0.0), f"compute vertex '{name}': mem_bytes", MAX_BYTES)
+            if "seconds" in d:
+                _nonneg(d["seconds"], f"compute vertex '{name}': seconds")
             _nonneg(d.get("footprint", 0.0), f"compute vertex '{name}': footprint", MAX_BYTES)
             _flag(d, "is_start", f"compute vertex '{name}'")
             if d.get("precision") not in PRECISIONS:
@@ -241,7 +243,7 @@ class Workload(nx.DiGraph):
         passed: set[tuple] = set()  # compute vertices already checked, by the identity of what the check reads
         for name, d in nodes.items():
             if d.get("type") == "compute":
-                # A compute vertex's check reads these five values and whether its location is a string; every
+                # A compute vertex's check reads these six values and whether its location is a string; every
                 # rank's copy of a layer holds the very same value objects (38k vertices, 1.2k distinct at 1024
                 # XPUs), so one check covers them all. Keys are object ids: all alive (in the graph) meanwhile.
                 key = (
@@ -250,6 +252,7 @@ class Workload(nx.DiGraph):
                     id(d.get("footprint", 0.0)),
                     id(d.get("is_start", False)),
                     id(d.get("precision")),
+                    id(d.get("seconds")),
                     isinstance(d.get("location"), str),
                 )
                 if key not in passed:

@@ -69,6 +69,7 @@ def training_graph(
     operators: bool = False,
     zero3_every_microbatch: bool = False,
     overlap_param_gather: bool = False,
+    calibration: Any = None,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -101,8 +102,13 @@ def training_graph(
     reduce-scatters its gradients after its backward; ``overlap_param_gather`` (with ``zero``
     1 or 2, Megatron's distributed optimizer): the parameter all-gathers leave the gradient
     stream and run in the next iteration's forward, one unit ahead, once every gradient
-    reduce-scatter of the stage is done (the optimizer step).
+    reduce-scatter of the stage is done (the optimizer step). ``calibration`` (a
+    :class:`~hcsim.calibration.Calibration`): each compute vertex also carries ``seconds``, its
+    operators timed on the calibrated machine's GPU (:func:`hcsim.calibration.machine.vertex_seconds`),
+    which the engine runs instead of the roofline of ``flops`` and ``mem_bytes``.
     """
+    if calibration is not None:
+        operators = True
     full = len(xpus) if group is None else group
     if isinstance(layout, str):
         layout = Layout.parse(layout, full)
@@ -165,6 +171,8 @@ def training_graph(
         )  # fmt: skip
         builder.gather_forward = overlap_param_gather
         w = builder.build(name or f"{spec.name}-{shown}")
+        if calibration is not None:
+            _calibrated_seconds(w, calibration, builder.precision)
     dp = full_dp
     w.graph.update(
         samples_per_iteration=dp * microbatches * micro_batch,
@@ -193,6 +201,23 @@ def _takes(function: Any, keyword: str) -> bool:
         return keyword in inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
+
+
+def _calibrated_seconds(w: Workload, calibration: Any, precision: str) -> None:
+    """Give every compute vertex its calibrated ``seconds`` (computed once per shared ``ops`` tuple)."""
+    from hcsim.calibration.machine import vertex_seconds
+
+    known: dict[tuple[int, str], float] = {}
+    for d in w._node.values():  # NetworkX's node dict: every vertex once, no view objects
+        ops = d.get("ops")
+        if ops is None:
+            continue
+        p = d.get("compute_precision", precision)
+        key = (id(ops), p)
+        t = known.get(key)
+        if t is None:
+            t = known[key] = vertex_seconds(ops, p, calibration)
+        d["seconds"] = t
 
 
 def _representatives(layout: Layout, kept: int) -> Layout:
