@@ -203,11 +203,18 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         "--zero",
         type=int,
         choices=(0, 1, 2, 3),
-        help="ZeRO stage (3 = FSDP; default 0, or 1 = Megatron's distributed optimizer with --calibration)",
+        help="ZeRO stage (3 = FSDP; default 0, or 1 = Megatron's distributed optimizer on dgx-* systems)",
     )
     g.add_argument("--ep", type=int, help="expert-parallel degree (MoE models; same as ep= in --parallel)")
     g.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b", help="pipeline schedule (default 1f1b)")
-    g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism in TP groups")
+    sp = g.add_mutually_exclusive_group()
+    sp.add_argument(
+        "--sequence-parallel",
+        action="store_true",
+        default=None,
+        help="Megatron sequence parallelism in TP groups (default: on with tp > 1 on dgx-* systems, as NeMo runs)",
+    )
+    sp.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false")
     g.add_argument("--mapping", help="rank order, innermost first (default tp,pp,dp)")
     g.add_argument(
         "--precision",

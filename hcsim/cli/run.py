@@ -107,8 +107,12 @@ def main(args: argparse.Namespace) -> int:
                 raise HcsimError(f"{flag} applies to training (--model without --inference)")
         if args.recompute != "none" or calib is not None:
             raise HcsimError("--recompute and --calibration apply to training (--model without --inference)")
-    if args.zero is None:
-        args.zero = 1 if calib is not None else 0  # calibrated runs: Megatron's distributed optimizer, as NeMo runs
+    dgx = args.system in DGX_SYSTEMS
+    if args.zero is None:  # on a DGX, as NeMo's pretraining recipes run Megatron-Core: the distributed optimizer
+        args.zero = 1 if dgx and training else 0
+    if args.sequence_parallel is None:  # ... and sequence parallelism wherever tensor parallelism is on
+        tp = Layout.parse(args.parallel, args.xpus).tp if dgx and training and args.parallel and args.xpus else 1
+        args.sequence_parallel = tp > 1
     if args.model or args.workload is None:  # a transformer (issue 16)
         workload = _training_workload(args, calib) if training else _inference_workload(args)
 
