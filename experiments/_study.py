@@ -11,8 +11,9 @@ import argparse
 import os
 from collections.abc import Callable
 
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.outputs import save_figure, write_csv
-from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
+from hcsim.sweep import SweepSpec
 
 
 def parser(doc: str) -> argparse.ArgumentParser:

@@ -24,9 +24,10 @@ import argparse
 import os
 import tempfile
 
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.frontends.cluster.traces import read_swf, write_swf
 from hcsim.outputs import save_figure, write_csv
-from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
+from hcsim.sweep import SweepSpec
 
 POLICIES = ["fcfs", "easy", "sjf", "las", "rr", "mlfq", "las-mlfq"]
 PLACEMENTS = ["first-fit", "best-fit", "free-gpu"]

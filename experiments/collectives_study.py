@@ -33,8 +33,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.outputs import save_figure, write_csv
-from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
+from hcsim.sweep import SweepSpec
 from hcsim.sweep.runner import read_results
 
 SYSTEMS = ["cxl", "noncoherent", "fattree"]  # --systems narrows it

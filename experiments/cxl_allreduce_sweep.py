@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.outputs import save_figure, write_csv
-from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
+from hcsim.sweep import SweepSpec
 
 
 def main() -> None:

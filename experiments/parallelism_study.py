@@ -30,8 +30,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from hcsim.cli.sweep import add_sweep_arguments, sweep_from_arguments
 from hcsim.outputs import save_figure, write_csv
-from hcsim.sweep import SweepSpec, add_sweep_arguments, sweep_from_arguments
+from hcsim.sweep import SweepSpec
 
 SYSTEMS = ("cxl", "noncoherent")
 #: model -> layouts (dp is what is left of the XPUs); "+z1" adds ZeRO-1

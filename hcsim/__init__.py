@@ -1,11 +1,8 @@
 """hcsim: performance modelling of heterogeneous, cache-coherent AI systems on SimGrid.
 
-Layers, data flowing one way (as in the HCSim paper):
-``hcsim.platform`` (topology -> SimGrid platform XML) -> ``hcsim.engine`` <-
-``hcsim.workload`` (workload graphs) <- front ends (``hcsim.frontends``, ``hcsim.sweep``).
-Where each concept lives: ``docs/architecture.md``.
-
-The public entry points are re-exported here lazily (``import hcsim`` stays cheap)::
+The names a user starts from are re-exported here from one table, lazily (``import
+hcsim`` stays cheap); ``docs/api.md`` lists them, generated from that table, and
+``docs/architecture.md`` says where every concept lives::
 
     >>> import hcsim
     >>> topology = hcsim.cxl_system(16)  # paper Fig. 6(b), 16 H100
@@ -21,31 +18,53 @@ from hcsim.errors import HcsimError
 
 __version__ = "0.1.0"
 
+#: The public API, one table: name -> the module that defines it. ``__all__``,
+#: ``dir(hcsim)`` and docs/api.md (``python scripts/gen_docs.py``) are made from it.
 _LAZY = {
-    # platform
+    # platform: build a topology, compile it to SimGrid XML
     "Topology": "hcsim.platform.topology",
-    "compile_platform": "hcsim.platform.compiler",
+    "Device": "hcsim.platform.devices",
     "cxl_system": "hcsim.platform.builders",
     "noncoherent_system": "hcsim.platform.builders",
-    "leaf_spine": "hcsim.platform.builders",
+    "single_server": "hcsim.platform.builders",
     "ring": "hcsim.platform.builders",
     "star": "hcsim.platform.builders",
-    "single_server": "hcsim.platform.builders",
-    "fold_data_parallel": "hcsim.fast.folding",
-    # workload
+    "leaf_spine": "hcsim.platform.builders",
+    "fat_tree": "hcsim.platform.builders",
+    "compile_platform": "hcsim.platform.compiler",
+    # collectives: the plug-in API
+    "register": "hcsim.collectives.table",
+    "Schedule": "hcsim.collectives.schedule",
+    "Flow": "hcsim.collectives.schedule",
+    "TopologyView": "hcsim.collectives.view",
+    "build_schedule": "hcsim.collectives.registry",
+    "check_schedule": "hcsim.collectives.check",
+    # workload: what runs
     "Workload": "hcsim.workload.graph",
     "data_parallel": "hcsim.workload.builders",
     "allreduce_benchmark": "hcsim.workload.builders",
     "fig3_example": "hcsim.workload.builders",
     "llama2_13b": "hcsim.workload.llama2",
-    # engine
+    "load_model": "hcsim.workload.models.spec",
+    "TransformerSpec": "hcsim.workload.models.spec",
+    "Layout": "hcsim.workload.parallel.layout",
+    "TrainingWorkload": "hcsim.workload.parallel.factory",
+    # engine: run it
     "simulate": "hcsim.engine.simulator",
-    "simulate_system": "hcsim.fast.system",
     "RunResult": "hcsim.engine.records",
     "summarize": "hcsim.engine.report",
-    # front ends
+    # fast paths: run it at scale
+    "simulate_system": "hcsim.fast.system",
+    "fold_data_parallel": "hcsim.fast.folding",
+    # analysis: read a run
+    "breakdown": "hcsim.analysis.breakdown",
+    # front ends and sweeps
+    "serve": "hcsim.frontends.serving.batching",
     "simulate_cluster": "hcsim.frontends.cluster.simulator",
-    "run_sweep": "hcsim.sweep",
+    "Job": "hcsim.frontends.cluster.jobs",
+    "read_trace": "hcsim.frontends.cluster.traces.registry",
+    "SweepSpec": "hcsim.sweep.spec",
+    "run_sweep": "hcsim.sweep.runner",
 }
 
 __all__ = ["HcsimError", "__version__", *sorted(_LAZY)]

@@ -1,8 +1,18 @@
-"""Output files: refuse unwritable paths up front, write atomically (never half a file)."""
+"""Output files: refuse unwritable paths up front, write atomically (never half a file).
+
+:func:`check_input_file` and :func:`check_output_path` refuse a missing, unreadable or
+unwritable path before any work starts, in one line naming it; :func:`atomic_path`,
+:func:`atomic_write_text` and :func:`temporary_beside` write to a temporary file beside
+the target and rename it at the end.
+
+Invariant: a crash or Ctrl-C leaves either the old file or the whole new one, never half
+a file. :mod:`hcsim.outputs` writes every format through this module.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,13 +73,26 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
 
     ``suffix`` keeps the extension writers look at (e.g. ``".png"`` for matplotlib).
     """
-    tmp = temporary_beside(path, suffix)
+    tmp = None
     try:
+        with _signals_held():  # a Ctrl-C or SIGTERM lands after ``tmp`` is known, so the finally removes it
+            tmp = temporary_beside(path, suffix)
         yield tmp
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (blocked by the OS) until the block ends: it cannot be cut in two."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

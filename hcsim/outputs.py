@@ -1,24 +1,13 @@
 """One way to write what hcsim produces: CSV, JSON, figures and Chrome traces, every file atomic.
 
-Every writer goes through a temporary file beside the target and a rename
-(:mod:`hcsim.files`), so a crash or Ctrl-C never leaves half a file.
+:func:`write_csv` / :func:`csv_text` (floats by ``repr``, the shortest text that reads
+back the same), :func:`write_json` / :func:`json_text` / :func:`json_line` (sorted keys),
+:func:`save_figure` and :class:`ChromeTrace` (the Trace Event format of chrome://tracing
+and Perfetto, times given in seconds and written in microseconds).
 
-* CSV (:func:`write_csv`, :func:`csv_text`): :func:`csv.writer` with the default
-  dialect (commas, quotes only where needed); numbers are written by ``str``, which for
-  floats is ``repr``: the shortest text that reads back to the same float. Rows are
-  mappings (columns: the given ones, else every key in first-seen order; a missing key
-  is an empty cell) or sequences (under the given columns). Line ends: ``\\r\\n`` (the
-  default dialect, the studies' files), or ``line_end="\\n"`` for the files hcsim's
-  front ends have always written with LF.
-* JSON (:func:`write_json`, :func:`json_text`): sorted keys, ``indent=1``, a final
-  newline; :func:`json_line` for one row of a JSON-lines file.
-* Figures (:func:`save_figure`): ``savefig`` to a temporary file, a rename, then the
-  figure is closed.
-* Chrome traces (:class:`ChromeTrace`): the Trace Event format that chrome://tracing
-  and Perfetto open. Processes and threads get integer ids in the order they are first
-  used, named by ``process_name`` / ``thread_name`` metadata events (and ordered by
-  ``thread_sort_index``); every event, metadata included, has a ``cat``; times are
-  given in seconds and written in microseconds.
+Invariant: every writer goes through a temporary file beside the target and a rename
+(:mod:`hcsim.files`), so a crash or Ctrl-C never leaves half a file, and the same rows
+give the same bytes.
 
 Example::
 
@@ -29,6 +18,8 @@ Example::
     trace = ChromeTrace()
     trace.add("all-reduce", "collective", 0.0, 1e-3, process="hcsim", thread="xpu0")
     trace.write("trace.json")
+
+Guide: docs/workloads-and-engine.md, "Outputs" (every format's rules).
 """
 
 from __future__ import annotations

@@ -1,41 +1,24 @@
 """SimGrid access: load the bindings, and give every simulation a process of its own.
 
-Two facts shape this module.
+* :func:`import_simgrid` loads ``libsimgrid.so.4.1`` by absolute path before ``import
+  simgrid`` (the extension pip builds has no rpath to it; ``scripts/bootstrap.sh`` also
+  installs a ``.pth`` hook doing the same).
+* :func:`run_isolated` runs a function in a forked child, which may create the one
+  SimGrid Engine a process is allowed, and returns its (picklable) result; an
+  HcsimError raised in the child is re-raised in the parent. The child pins itself to a
+  CPU no other simulation holds (:func:`pin_to_free_cpu`; ``HCSIM_PIN_CPU=0`` turns it
+  off), never outlives its parent (``PR_SET_PDEATHSIG``, its own end of the result pipe
+  only) and ignores Ctrl-C, which the parent handles by killing it.
+* :func:`load_platform` with ``one_actor=True`` runs a simulation driven by a single
+  Python actor on SimGrid's raw contexts instead of threads (``HCSIM_CONTEXTS=thread``
+  turns it off; per run, ``EngineOptions.raw_contexts``): safe with one actor, whose
+  frames are pushed on the main thread's when it starts and all popped when it ends,
+  with only C++ running while it is switched out. Results are the same under both
+  (``tests/engine/test_determinism.py``). :func:`settings` is the one reader of hcsim's
+  environment variables.
 
-* ``pip install simgrid==4.1`` builds from source and installs ``libsimgrid.so.4.1``
-  beside the extension module, but the extension has no rpath to it, so a bare
-  ``import simgrid`` fails. :func:`import_simgrid` loads the library by absolute path
-  (``ctypes``, ``RTLD_GLOBAL``) first. ``scripts/bootstrap.sh`` also installs a ``.pth``
-  hook doing the same, so ``import simgrid`` works in the project's environment too.
-* SimGrid allows one Engine per process, never re-created. :func:`run_isolated` runs a
-  function in a forked child that may create its engine, and returns the child's
-  (picklable) result; an HcsimError raised in the child is re-raised in the parent.
-* Python actors run on thread contexts: SimGrid's maestro thread and the actor threads
-  hand control to each other at every simulated event. When the two threads sit on
-  different cores, each hand-off wakes the other core, which on this project's VMs
-  made simulations 2.6-3.3x slower (16k vs 53k activities/s on the same ring
-  allreduce). So each simulation child pins itself to a CPU that no other simulation
-  on the machine holds (:func:`pin_to_free_cpu`), and parallel sweeps still use every
-  core. Set ``HCSIM_PIN_CPU=0`` to turn this off (read by :func:`settings`).
-* Even pinned, a thread hand-off costs: a flow started and waited for is two of them.
-  A simulation driven by *one* Python actor (the engine's controller, the cluster
-  scheduler) can run that actor on SimGrid's ``raw`` contexts instead (stack switching
-  inside one OS thread): 12 us per flow instead of 36 us on the same ring. The
-  bindings default to threads because swapped contexts break with several Python
-  actors: their frames would interleave on the one Python thread state. With a single
-  actor, the actor's frames are pushed on top of the main thread's when it starts and
-  are all popped when it ends, and only C++ runs while it is switched out (SimGrid's
-  maestro), so Python's frame stack stays last-in first-out, as in a plain call. Pass
-  ``one_actor=True`` to :func:`load_platform` for that; ``HCSIM_CONTEXTS=thread``
-  turns it off (per run: the engine's ``EngineOptions.raw_contexts``). The simulated
-  results are the same either way (the context factory only decides how actors are
-  scheduled on the host machine; tests/engine/test_determinism.py checks every
-  command's files byte for byte under both).
-* A simulation child never outlives its parent: it holds only its own end of the
-  result pipe (so a write to a dead parent fails instead of blocking forever), asks
-  the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, Linux), and
-  ignores Ctrl-C, which its parent handles by killing it. So killing ``hcsim run``, a
-  sweep point or a Dask worker, by any signal, frees the child's CPU lock at once.
+Guide: docs/workloads-and-engine.md, "Simulation speed"; the measurements behind pinning
+and raw contexts: docs/history.md, "One CPU per simulation, raw contexts".
 """
 
 from __future__ import annotations
@@ -235,7 +218,7 @@ def _child(parent: int, conn: Any, fn: Callable[..., Any], args: tuple, kwargs: 
     pin_to_free_cpu()
     # Everything inherited from the parent (a workload graph can be 100k dicts) is
     # permanent for the child: the cyclic GC stops rescanning it at every full collection
-    # (Execution set-up at 1024 XPUs: 0.69 -> 0.45 s).
+    # (what it saved: docs/history.md, "Set-up outside the SimGrid loop").
     gc.freeze()
     try:
         try:

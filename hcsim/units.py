@@ -25,6 +25,7 @@ __all__ = [
     "parse_bytes",
     "parse_flops",
     "parse_minutes",
+    "parse_rate",
     "parse_time",
 ]
 
@@ -33,6 +34,7 @@ _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0
 # sub-second units are divisors (exact powers of ten), so "200ns" is exactly 200 / 1e9
 _TIME_DIVISOR = {"s": 1.0, "ms": 1e3, "us": 1e6, "\u00b5s": 1e6, "ns": 1e9, "ps": 1e12}
 _TIME_MULTIPLIER = {"min": 60.0, "h": 3600.0}
+_PER_SECONDS = {"s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf(?:inity)?)\s*(.*?)\s*$")
 
 
@@ -121,3 +123,23 @@ def parse_minutes(value: object, what: str = "duration") -> float:
         return number * _TIME_MULTIPLIER[unit] / 60.0
     valid = ", ".join([*_TIME_DIVISOR, *_TIME_MULTIPLIER])
     raise HcsimError(f"{what}: unknown time unit in {value!r} (valid units: {valid}; a bare number is minutes)")
+
+
+def parse_rate(value: object, what: str = "rate", per: str = "s", *, positive: bool = True) -> float:
+    """Events per ``per`` (``"s"`` or ``"min"``) from e.g. ``"6000/s"``, ``"0.1/min"``, ``"6/h"`` or a bare number.
+
+    A bare number is already per ``per``. With ``positive`` the result must be a finite
+    number > 0; without, the range is left to the caller (the commands check it with
+    their own message).
+    """
+    example = "'6000/s', '0.1/min' or '6/h'"
+    number, unit = _split(value, what, example)
+    unit = unit.replace(" ", "")
+    if unit:
+        seconds = _PER_SECONDS.get(unit[1:]) if unit.startswith("/") else None
+        if seconds is None:
+            raise HcsimError(f"{what}: unknown rate unit in {value!r} (valid: /s, /min or /h, e.g. {example})")
+        number = number / seconds * _PER_SECONDS[per]
+    if positive and not (number > 0 and number < float("inf")):
+        raise HcsimError(f"{what} {value!r} is invalid (valid: a rate > 0, e.g. {example})")
+    return number

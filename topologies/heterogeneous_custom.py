@@ -8,6 +8,7 @@ in yEd / Gephi and compiles back with ``hcsim platform compile``.
 
 import os
 
+from hcsim.formats.graphml import write_graphml
 from hcsim.platform import Device, Router, Topology, compile_platform
 
 out = "results/topologies"
@@ -33,6 +34,6 @@ r = Router(t)
 for x in t.xpus():
     print(f"{x:6} ({t.nodes[x]['device']:>14}): route to pool {' -> '.join(r.path(x, 'pool'))}")
 compile_platform(t, f"{out}/hetero-node.xml", precision="fp16")
-t.write_graphml(f"{out}/hetero-node.graphml")
+write_graphml(t, f"{out}/hetero-node.graphml")
 t.draw(f"{out}/hetero-node.png")
 print(f"wrote {out}/hetero-node.xml, .graphml and .png")

@@ -5,17 +5,18 @@ communication it takes part in (``tp``, ``pp``, ``ep``, ``dp``; ``edp``, the exp
 gradients, counts as ``dp``) is *exposed* (not hidden behind its compute), and the time
 it is idle (the pipeline bubble and waits on other ranks). Exposed times of different
 kinds may overlap each other, so they need not add up to the iteration with the rest.
-Comm vertices carry ``phase`` and ``scope`` in the graph (:mod:`.builder`); the trace
-gives their start and end.
+Comm vertices carry ``phase`` and ``scope`` in the graph
+(:mod:`hcsim.workload.parallel.builder`); the trace gives their start and end. Also
+:func:`remote_operators`, what the run placed on remote memory.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hcsim.engine.report import _minus_length, union_length
+from hcsim.engine.report import minus_length, union_length
 
-__all__ = ["PHASES", "rank_breakdown", "breakdown"]
+__all__ = ["PHASES", "rank_breakdown", "breakdown", "remote_operators"]
 
 PHASES = ("tp", "pp", "ep", "dp")
 
@@ -29,6 +30,14 @@ def breakdown(result: Any, graph: Any, xpus: list[str], iteration: int = 0) -> d
     """The mean of :func:`rank_breakdown` over ``xpus`` (e.g. the first rank of every stage)."""
     rows = _breakdowns(result, graph, xpus, iteration)
     return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
+
+
+def remote_operators(result: Any, graph: Any, weights: dict[str, int] | None = None) -> int:
+    """Operators the run placed on remote memory; one on XPU x counts ``weights[x]`` (default 1),
+    e.g. the replicas a folded run's kept XPU stands for."""
+    weights = weights or {}
+    nodes = graph.nodes
+    return sum(weights.get(nodes[v]["location"], 1) for v, memory in result.placement.items() if memory is not None)
 
 
 def _breakdowns(result: Any, graph: Any, xpus: list[str], iteration: int) -> list[dict[str, float]]:
@@ -55,7 +64,7 @@ def _breakdowns(result: Any, graph: Any, xpus: list[str], iteration: int) -> lis
         everything = compute[x] + [iv for ivs in comm[x].values() for iv in ivs]
         out = {"compute_s": union_length(compute[x])}
         for phase in PHASES:
-            out[f"exposed_{phase}_s"] = _minus_length(comm[x][phase], compute[x])
+            out[f"exposed_{phase}_s"] = minus_length(comm[x][phase], compute[x])
         out["idle_s"] = max(0.0, length - union_length(everything))
         rows.append(out)
     return rows

@@ -5,21 +5,17 @@ of them (at most ``M``) start as one batch; a batch of b jobs takes
 tau[b] = alpha * b + tau0 (deterministic). W is a job's latency (waiting + processing).
 
 * :func:`fit_linear` - least squares of tau[b] = b / throughput on b (and energy per
-  batch c[b] = power * tau[b] on b), as the paper fits the V100 and P4 tables;
+  batch), as the paper fits the V100 and P4 tables;
 * :func:`phi0`, :func:`phi1`, :func:`phi` - Theorem 2's closed-form upper bounds on E[W]
   for M infinite;
-* :func:`exact_infinite` - E[W] for M infinite from the batch-size Markov chain
-  B' = A + 1{A = 0}, A ~ Poisson(lam * tau[B]) (Lemma 1), truncated at K states;
-* :func:`exact_finite` - E[W] for any M from the embedded chain of the queue length at
-  batch completions (an M/G/1-type chain), truncated at K states, by renewal-reward and
-  Little's law. It is an exact method independent of the first: for M large they agree.
+* :func:`exact_infinite` - E[W] for M infinite from the batch-size Markov chain (Lemma 1);
+* :func:`exact_finite` - E[W] for any M from the queue length at batch completions, an
+  independent exact method (for M large the two agree).
 
-**Truncation.** Both chains drift down (stable input), so their stationary mass decays
-geometrically. Each exact function grows K (doubling) until the probability mass the
-truncated chain has to redirect from beyond K, ``leak = sum_s pi_s P(next > K | s)``,
-is below ``tol`` (1e-13 by default) and reports it. E[W] then changes by less than
-about ``leak x (largest latency among the truncated states)``, which the result carries
-as ``error_bound``.
+Invariant: each exact function grows its truncation until the probability mass it
+redirects is below ``tol`` (1e-13) and returns the resulting ``error_bound`` on E[W].
+
+Guide: docs/serving.md, "Analysis" (the chains and the truncation bound).
 """
 
 from __future__ import annotations

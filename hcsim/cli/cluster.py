@@ -1,9 +1,9 @@
 """``hcsim cluster``: schedule a job trace on a simulated multi-tenant GPU cluster (AnalySIM).
 
-Durations (``--overhead``, ``--slice``, ``--quanta``, ``--snapshot``) take units
-(``--slice 1h``, ``--quanta 1h,2h,5h``); a bare number is in seconds. Only the standard
-library at the top: the ``hcsim`` command loads this module for ``--help`` (see
-:mod:`hcsim.cli`).
+The scheduling is :func:`hcsim.frontends.cluster.simulate_cluster`; this module reads
+the trace, sizes the cluster, prints the summary and writes ``--out``. Durations
+(``--overhead``, ``--slice``, ``--quanta``, ``--snapshot``) take units (``--slice 1h``);
+a bare number is in seconds. The options are in :func:`hcsim.cli.parsers.add_cluster`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,14 @@ import sys
 from collections.abc import Callable
 
 from hcsim.errors import HcsimError
+from hcsim.frontends.cluster import default_cluster_size, parse_partitions, parse_quanta, policy, simulate_cluster
+from hcsim.frontends.cluster.jobs import Job
+from hcsim.frontends.cluster.outputs import summarize, workload_name, write_outputs
+from hcsim.frontends.cluster.traces import read_trace
+from hcsim.platform import builders
 from hcsim.units import parse_time
 
-__all__ = ["MAX_XPUS", "register"]
+__all__ = ["MAX_XPUS", "main"]
 
 MAX_XPUS = 4096
 """Most GPUs a simulated cluster has: the paper's largest system (``--xpus``, and the default size from the trace)."""
@@ -33,15 +38,13 @@ def _duration(text: str, flag: str, *, positive: bool = False) -> float:
     return value
 
 
-def _cluster_size(args: argparse.Namespace, jobs: list) -> int:
+def _cluster_size(args: argparse.Namespace, jobs: list[Job]) -> int:
     """GPUs of the cluster: ``--xpus``, or the largest job rounded up to servers; at most :data:`MAX_XPUS`.
 
     With ``--xpus`` a job larger than the cluster (or its partition) is rejected as
     unschedulable and counted; without it, a job larger than the largest cluster is
     refused up front, naming it, since no default size could hold it.
     """
-    from hcsim.frontends.cluster import default_cluster_size
-
     if args.xpus is not None:
         if args.xpus < 8 or args.xpus % 8 or args.xpus > MAX_XPUS:
             raise HcsimError(
@@ -58,12 +61,8 @@ def _cluster_size(args: argparse.Namespace, jobs: list) -> int:
     return default_cluster_size([j.gpus for j in jobs])
 
 
-def _cmd_cluster(args: argparse.Namespace) -> int:
-    from hcsim.frontends.cluster import parse_partitions, parse_quanta, policy, simulate_cluster
-    from hcsim.frontends.cluster.outputs import summarize, workload_name, write_outputs
-    from hcsim.frontends.cluster.traces import read_trace
-    from hcsim.platform import builders
-
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim cluster``; the exit status."""
     if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
         raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
     if not os.path.isfile(args.trace):
@@ -146,36 +145,3 @@ def _write(out: str, write: Callable[[], dict]) -> dict:
                 if os.path.isfile(path):
                     os.remove(path)
         raise
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim cluster``."""
-    cl = sub.add_parser("cluster", help="multi-tenant GPU cluster: schedule a job trace on a platform (AnalySIM)")
-    cl.add_argument(
-        "--trace", required=True, help="job trace: Helios cluster_log.csv, Philly JSON or SWF, each may be gzipped"
-    )
-    cl.add_argument("--format", choices=("helios", "philly", "swf"), help="trace format (default: guessed)")
-    cl.add_argument("--policy", default="fcfs", help="fcfs, easy, sjf, las, rr, mlfq, las-mlfq (default fcfs)")
-    cl.add_argument("--placement", default="best-fit", help="first-fit, best-fit, free-gpu (default best-fit)")
-    cl.add_argument("--migration", action="store_true", help="migrate jobs to free nodes when a job ends")
-    cl.add_argument(
-        "--overhead", default=8.0, help="preemption/migration overhead, e.g. 8 or 500ms (bare number: s; default 8)"
-    )
-    cl.add_argument("--xpus", type=int, help="GPUs of the cluster (default: the largest job, rounded up to 8)")
-    cl.add_argument("--system", choices=("noncoherent", "cxl"), default="noncoherent", help="platform (Fig. 6)")
-    cl.add_argument(
-        "--partitions",
-        help="nodes per partition, named as the trace's partitions (Helios/Philly vc, SWF partition number), "
-        "e.g. 1=24,2=8 (default: one for all jobs)",
-    )
-    cl.add_argument("--slice", help="rr: time slice, e.g. 3600 or 1h (bare number: s; default 3600)")
-    cl.add_argument(
-        "--quanta",
-        help="mlfq, las-mlfq: quanta, e.g. 3250,7200,18000 or 1h,2h,5h (bare numbers: s; default 3250,7200,18000)",
-    )
-    cl.add_argument("--sort", action="store_true", help="sort a trace whose rows are not in submit order")
-    cl.add_argument(
-        "--snapshot", action="append", help="GPU picture at this time, e.g. 100 or 2h (bare number: s; repeatable)"
-    )
-    cl.add_argument("--out", help="directory for jobs.csv, summary.json, series.csv/png, trace.json, gpus_*.png")
-    cl.set_defaults(func=_cmd_cluster)

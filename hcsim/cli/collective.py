@@ -1,14 +1,12 @@
 """``hcsim collective``: nccl-tests-style time, algbw and busbw of collective algorithms.
 
-For each size and algorithm it runs one SimGrid simulation on a platform compiled
-once (``--system`` built on the fly, or ``--platform FILE.xml``) and prints a table
-like nccl-tests' (time in us, algbw and busbw in GB/s, the definitions and what the
-size means per kind are in :mod:`hcsim.sweep.collective_bench`), then the best algorithm
-per size. ``--algorithm all`` runs every registered algorithm of the kind (new ones
-appear by registering them), skipping those that need coherent memory on a
-non-coherent system. ``--out DIR`` writes ``collective_<kind>.csv`` and ``.png``
-(busbw vs size, log-log, one line per algorithm). Only the standard library at the
-top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+For each size and algorithm it runs one SimGrid simulation on a platform compiled once
+(``--system`` built on the fly, or ``--platform FILE.xml``) and prints a table like
+nccl-tests' (time in us, algbw and busbw in GB/s; the definitions are in
+:mod:`hcsim.sweep.collective_bench`), then the best algorithm per size. ``--algorithm
+all`` runs every registered algorithm of the kind, skipping those that need coherent
+memory on a non-coherent system. ``--out DIR`` writes ``collective_<kind>.csv`` and
+``.png`` (busbw vs size). The options are in :func:`hcsim.cli.parsers.add_collective`.
 
     hcsim collective --system cxl --xpus 16 --kind allreduce --algorithm all --sizes 1KiB:1GiB
 """
@@ -17,12 +15,25 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 
+from hcsim.cli.platform import build_topology
+from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
+from hcsim.fast.system import is_coherent
+from hcsim.outputs import json_text, save_figure, write_csv
+from hcsim.platform.compiler import compile_platform
+from hcsim.sweep.collective_bench import (
+    BENCH_KINDS,
+    has_fast_path,
+    measure,
+    measure_fast,
+    parse_sizes,
+    select_algorithms,
+)
 
-__all__ = ["register"]
+__all__ = ["MAX_ITERATIONS", "MAX_SIZE", "MAX_XPUS", "format_table", "main"]
 
-_KINDS = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall")  # bench.BENCH_KINDS
 MAX_XPUS = 4096
 """Most ``--xpus`` of a system built on the fly: the paper's largest system."""
 MAX_SIZE = 2**50
@@ -80,12 +91,10 @@ def format_table(rows: list[dict], notes: list[str], header: str) -> str:
 
 
 def _plot(rows: list[dict], kind: str, title: str, path: str) -> None:
-    import matplotlib
+    import matplotlib  # only with --out: matplotlib takes longer to import than many runs take
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from hcsim.outputs import save_figure
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     for name in dict.fromkeys(r["algorithm"] for r in rows):
@@ -100,15 +109,12 @@ def _plot(rows: list[dict], kind: str, title: str, path: str) -> None:
     save_figure(fig, path)
 
 
-def _cmd_collective(args: argparse.Namespace) -> int:
-    import tempfile
-
-    from hcsim.sweep.collective_bench import has_fast_path, measure, measure_fast, parse_sizes, select_algorithms
-
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim collective``; the exit status."""
     if isinstance(args.iterations, int) and not 1 <= args.iterations <= MAX_ITERATIONS:
         raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer from 1 to {MAX_ITERATIONS:,})")
-    if args.kind not in _KINDS:
-        raise HcsimError(f"--kind {args.kind!r} is unknown (valid: {', '.join(_KINDS)})")
+    if args.kind not in BENCH_KINDS:
+        raise HcsimError(f"--kind {args.kind!r} is unknown (valid: {', '.join(BENCH_KINDS)})")
     if args.xpus is not None and args.xpus > MAX_XPUS:
         raise HcsimError(f"--xpus {args.xpus} is invalid (valid: at most {MAX_XPUS}, the largest system built here)")
     sizes = parse_sizes(args.sizes)
@@ -124,8 +130,6 @@ def _cmd_collective(args: argparse.Namespace) -> int:
         if args.platform:
             if args.system:
                 raise HcsimError("give either --platform FILE.xml or --system, not both")
-            from hcsim.engine.simulator import platform_xpus
-
             xpus = platform_xpus(args.platform)
             topo = None
             path = args.platform
@@ -134,9 +138,6 @@ def _cmd_collective(args: argparse.Namespace) -> int:
         else:
             if not args.system:
                 raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent|...)")
-            from hcsim.cli.platform import build_topology
-            from hcsim.fast.system import is_coherent
-
             topo = build_topology(args)
             xpus = topo.xpus()
             coherent = is_coherent(topo) if args.coherent is None else args.coherent
@@ -147,8 +148,6 @@ def _cmd_collective(args: argparse.Namespace) -> int:
             raise HcsimError(f"--ranks {n} is invalid (valid: 2 to {len(xpus)}, the platform's XPUs)")
         chosen, notes = select_algorithms(args.kind, args.algorithm, coherent)
         if path is None:
-            from hcsim.platform.compiler import compile_platform
-
             path = os.path.join(tmp, "platform.xml")
             compile_platform(topo, path)
         ranks = xpus[:n]
@@ -187,16 +186,12 @@ def _cmd_collective(args: argparse.Namespace) -> int:
         f"{args.iterations} iteration(s) per point; busbw factor: nccl-tests'"
     )
     if args.out:
-        from hcsim.outputs import write_csv
-
         os.makedirs(args.out, exist_ok=True)
         base = os.path.join(args.out, f"collective_{args.kind}")
         # not wall_s: host time would make reruns differ (the --json output still has it)
         write_csv(base + ".csv", [{k: r[k] for k in _COLUMNS} for r in rows], _COLUMNS)
         _plot(rows, args.kind, f"{args.kind}, {n} ranks ({where})", base + ".png")
     if args.json:
-        from hcsim.outputs import json_text
-
         best = {str(r["size_bytes"]): r["algorithm"] for r in rows if r["best"]}
         doc = {"kind": args.kind, "ranks": n, "coherent": coherent, "notes": notes, "rows": rows, "best": best}
         print(json_text(doc), end="")
@@ -205,45 +200,3 @@ def _cmd_collective(args: argparse.Namespace) -> int:
         if args.out:
             print(f"wrote {base}.csv and .png")
     return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim collective``."""
-    from hcsim.cli.platform import SYSTEMS
-
-    c = sub.add_parser(
-        "collective",
-        help="nccl-tests-style time, algbw and busbw of collective algorithms",
-        description="Run collectives per size and algorithm on a platform; print time, algbw, busbw (nccl-tests).",
-    )
-    c.add_argument("--platform", help="platform XML (from 'hcsim platform build')")
-    c.add_argument("--system", choices=SYSTEMS, help="or build this system on the fly")
-    c.add_argument("--xpus", type=int, help="with --system: number of XPUs")
-    c.add_argument("--mix", help="with --system: XPU type(s), e.g. H100+A100")
-    c.add_argument("--cxl-bandwidth", help="with --system cxl: CXL link bandwidth (default 128GBps)")
-    c.add_argument("--cxl-latency", help="with --system cxl: CXL link latency (default 200ns)")
-    c.add_argument("--link-bandwidth", help="with ring/star/leafspine: link bandwidth, e.g. 128GBps")
-    c.add_argument("--link-latency", help="with ring/star/leafspine: link latency, e.g. 1us")
-    c.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
-    c.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
-    c.add_argument("--kind", default="allreduce", help=f"collective: {', '.join(_KINDS)} (default allreduce)")
-    c.add_argument(
-        "--algorithm",
-        default="all",
-        help="'all' (every registered algorithm of the kind) or a comma list: names, module:function, MSCCL-IR .xml",
-    )
-    c.add_argument("--sizes", default="1KiB:1GiB", help="LO:HI (doubling) or a comma list, e.g. 1KiB:4GiB")
-    c.add_argument("--ranks", type=int, help="ranks taking part: the first N XPUs (default all)")
-    c.add_argument("--iterations", type=int, default=1, help="collectives per point, back to back (default 1)")
-    coh = c.add_mutually_exclusive_group()
-    coh.add_argument("--coherent", dest="coherent", action="store_true", default=None, help="coherent memory")
-    coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
-    c.add_argument("--out", help="directory for collective_<kind>.csv and .png (busbw vs size)")
-    c.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
-    c.add_argument(
-        "--fast",
-        action="store_true",
-        help="with --system and every XPU: fold and memoize rings, memoize other algorithms by rounds (within 1%% of "
-        "exact)",
-    )
-    c.set_defaults(func=_cmd_collective)

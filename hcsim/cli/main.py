@@ -1,25 +1,18 @@
-"""The ``hcsim`` command: the top-level parser and dispatch, nothing else.
+"""The ``hcsim`` command: the table of subcommands, the top-level parser and dispatch.
 
-Each package registers its own subcommands: a module ``commands.py`` with
-``register(sub)`` that adds its parser(s) with ``set_defaults(func=handler)``, where
-``handler(args) -> int`` returns the exit status. The commands and where they live:
+Each subcommand is one module with ``main(args) -> int`` (the exit status); its options
+are built by :mod:`hcsim.cli.parsers`, which imports no library module, so ``hcsim
+--help`` and usage errors load no networkx, numpy or SimGrid. :data:`COMMANDS` pairs
+them, in ``--help`` order; a command's module is imported only when the command runs::
 
-=============================  ===========================================
-``hcsim platform ...``         :mod:`hcsim.cli.platform`
-``hcsim run``                  :mod:`hcsim.cli.run`
-``hcsim collective``           :mod:`hcsim.cli.collective`
-``hcsim sweep``                :mod:`hcsim.cli.sweep`
-``hcsim serve`` (``queue``)    :mod:`hcsim.cli.serve`
-``hcsim cluster``              :mod:`hcsim.cli.cluster`
-``hcsim queue-selection``      :mod:`hcsim.cli.queue_selection`
-(``queues``)
-``hcsim demo``                 :mod:`hcsim.cli.demo`
-=============================  ===========================================
-
-A commands module imports only the standard library, :mod:`hcsim.errors` and
-:mod:`hcsim.units` at its top; everything else inside its handlers. This module loads
-it without running its package's ``__init__`` (which pulls in networkx, numpy and
-SimGrid), so ``hcsim --help`` and bad usage answer at once.
+    hcsim platform build|compile|import|check|draw   hcsim.cli.platform
+    hcsim run                                        hcsim.cli.run
+    hcsim collective                                 hcsim.cli.collective
+    hcsim sweep                                      hcsim.cli.sweep
+    hcsim serve (alias queue)                        hcsim.cli.serve
+    hcsim cluster                                    hcsim.cli.cluster
+    hcsim queue-selection (alias queues)             hcsim.cli.queue_selection
+    hcsim demo                                       hcsim.cli.demo
 
 Every bad input ends the same way: one line ``hcsim: error: ...`` naming the item and
 what is valid, exit status 2, no traceback, no partial output file.
@@ -28,27 +21,47 @@ what is valid, exit status 2, no traceback, no partial output file.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
+import importlib
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from types import ModuleType
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
+from hcsim.cli.parsers import (
+    add_cluster,
+    add_collective,
+    add_demo,
+    add_platform,
+    add_queue_selection,
+    add_run,
+    add_serve,
+    add_sweep,
+)
 from hcsim.errors import HcsimError
 
-COMMAND_MODULES = (
-    "hcsim.cli.platform",
-    "hcsim.cli.run",
-    "hcsim.cli.collective",
-    "hcsim.cli.sweep",
-    "hcsim.cli.serve",
-    "hcsim.cli.cluster",
-    "hcsim.cli.queue_selection",
-    "hcsim.cli.demo",
+__all__ = ["COMMANDS", "Command", "load_handler", "main", "make_parser"]
+
+
+class Command(NamedTuple):
+    """A subcommand: its name, the function adding its parser, and its handler as ``module:function``."""
+
+    name: str
+    add_parser: Callable[[argparse._SubParsersAction], argparse.ArgumentParser]
+    handler: str
+
+
+COMMANDS = (
+    Command("platform", add_platform, "hcsim.cli.platform:main"),
+    Command("run", add_run, "hcsim.cli.run:main"),
+    Command("collective", add_collective, "hcsim.cli.collective:main"),
+    Command("sweep", add_sweep, "hcsim.cli.sweep:main"),
+    Command("serve", add_serve, "hcsim.cli.serve:main"),
+    Command("cluster", add_cluster, "hcsim.cli.cluster:main"),
+    Command("queue-selection", add_queue_selection, "hcsim.cli.queue_selection:main"),
+    Command("demo", add_demo, "hcsim.cli.demo:main"),
 )
-"""The modules whose ``register(sub)`` adds the subcommands, in the order ``--help`` lists them."""
+"""The subcommands, in the order ``--help`` lists them."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,35 +71,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"hcsim: error: {message} (see '{self.prog} --help')\n")
 
 
-def _load(name: str) -> ModuleType:
-    """Import the commands module ``name``, without running its package's ``__init__`` if not imported yet.
-
-    The module is registered in ``sys.modules`` under its own name, so ``from
-    hcsim.cli.platform import build_topology`` finds it later like any module.
-    """
-    parent = name.rpartition(".")[0]
-    if name in sys.modules or parent in sys.modules:
-        return importlib.import_module(name)
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), *name.split(".")[1:]) + ".py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None, name
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
 def make_parser() -> argparse.ArgumentParser:
-    """The ``hcsim`` parser with every package's subcommands."""
+    """The ``hcsim`` parser with every subcommand; ``args.handler`` names the one to run."""
     parser = _Parser(prog="hcsim", description="Simulate heterogeneous, cache-coherent AI systems on SimGrid.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name in COMMAND_MODULES:
-        _load(name).register(sub)
+    for command in COMMANDS:
+        command.add_parser(sub).set_defaults(handler=command.handler)
     return parser
+
+
+def load_handler(spec: str) -> Callable[[argparse.Namespace], int]:
+    """The function ``module:function`` names, importing its module (and the library with it) now."""
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 _STOPPED_BY: list[int] = []  # the signal that stopped the command, if one did
@@ -131,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; turn the ways it can fail into one line and an exit status."""
     try:
-        return args.func(args)
+        return load_handler(args.handler)(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)
         return 2

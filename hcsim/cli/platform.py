@@ -1,47 +1,38 @@
 """``hcsim platform build|compile|import|check|draw``: topologies to SimGrid platform XML.
 
-Bandwidth and latency flags take units (``--cxl-bandwidth 256GBps``, ``--link-latency
-1us``; see :mod:`hcsim.units`). Only the standard library at the top: the ``hcsim``
-command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+Also :func:`build_topology`, the system the ``--system``/``--xpus``/link flags name,
+shared with ``hcsim run``, ``collective`` and ``serve``. Bandwidth and latency flags take
+units (``--cxl-bandwidth 256GBps``, ``--link-latency 1us``; see :mod:`hcsim.units`); the
+options are in :func:`hcsim.cli.parsers.add_platform`.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from contextlib import nullcontext
 
+from hcsim.cli.parsers import SYSTEMS
 from hcsim.errors import HcsimError
+from hcsim.files import atomic_path
+from hcsim.formats.graphml import read_graphml, write_graphml
+from hcsim.formats.topology_files import import_topology
+from hcsim.platform import builders, dgx
+from hcsim.platform.builders import MAX_SPINES, MAX_XPUS
+from hcsim.platform.compiler import compile_platform
+from hcsim.platform.probe import check_platform
+from hcsim.platform.topology import Topology
 
-__all__ = ["SYSTEMS", "add_topology_options", "build_topology", "register"]
-
-SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine")
-"""The systems ``hcsim platform build`` and ``hcsim run --system`` can build."""
-
-
-def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> None:
-    """The options :func:`build_topology` reads: a system name and its sizes and links."""
-    p.add_argument("system", choices=SYSTEMS, nargs=None if required else "?", help="which topology to build")
-    p.add_argument(
-        "--xpus",
-        type=int,
-        help="number of XPUs (paper systems: a multiple of 8 up to 4096; ring <= 256, star <= 1024, leafspine <= 4096)",
-    )
-    p.add_argument("--mix", help="XPU type(s): 'H100', 'H100+A100', 'H100+V100' (paper systems: one type per ToR)")
-    p.add_argument("--cxl-bandwidth", help="CXL link bandwidth for 'cxl' (default 128GBps)")
-    p.add_argument("--cxl-latency", help="CXL link latency for 'cxl' (default 200ns)")
-    p.add_argument("--link-bandwidth", help="link bandwidth for ring/star/leafspine (e.g. 128GBps)")
-    p.add_argument("--link-latency", help="link latency for ring/star/leafspine (e.g. 1us)")
-    p.add_argument("--hosts-per-leaf", type=int, default=16, help="leafspine: XPUs per leaf (default 16)")
-    p.add_argument("--spines", type=int, default=4, help="leafspine: spine switches (default 4)")
+__all__ = ["build_topology", "main", "unused_mix", "warn"]
 
 
-def build_topology(args: argparse.Namespace, warnings: list[str] | None = None):  # noqa: ANN201 - a Topology
+def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, spec: object = None) -> Topology:
     """The topology named by the options of :func:`add_topology_options` (shared by build, draw and run).
 
     A warning (an option that had no effect) is printed on stderr, or appended to
-    ``warnings`` for a caller that prints it once its command has succeeded.
+    ``warnings`` for a caller that prints it once its command has succeeded. ``spec``: a DGX's
+    links (:func:`hcsim.calibration.machine.calibrated_dgx_spec`), for ``dgx-*`` systems.
     """
-    from hcsim.platform import builders
-
     system, n = args.system, args.xpus
     if n is None:
         raise HcsimError(f"--xpus is required for '{system}' (valid: a positive integer, e.g. --xpus 64)")
@@ -56,6 +47,10 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None):
     if args.link_latency:
         link["latency"] = args.link_latency
     xpu = args.mix or "H100"
+    if system in dgx.DGX_SYSTEMS:
+        if args.mix or args.link_bandwidth or args.link_latency:
+            raise HcsimError(f"--mix/--link-bandwidth/--link-latency do not apply to '{system}' (a fixed machine)")
+        return dgx.dgx_system(n, dgx.DGX_SYSTEMS[system], spec=spec)
     if system in ("noncoherent", "cxl"):
         kwargs = {"mix": xpu}
         if args.cxl_bandwidth:
@@ -93,16 +88,16 @@ _SCALES = {
     "ring": (2, "an integer >= 2"),
     "star": (1, "an integer >= 1"),
     "leafspine": (1, "a multiple of --hosts-per-leaf"),
+    "dgx-h100": (1, "1-8 or a multiple of 8"),
+    "dgx-a100": (1, "1-8 or a multiple of 8"),
 }
 
 
 def _check_scale(args: argparse.Namespace) -> None:
     """Refuse sizes beyond :data:`hcsim.platform.builders.MAX_XPUS` up front: building them would look hung."""
-    from hcsim.platform.builders import MAX_SPINES, MAX_XPUS
-
     system, n = args.system, args.xpus
     smallest, shape = _SCALES[system]
-    largest = MAX_XPUS[system]
+    largest = dgx.MAX_GPUS if system in dgx.DGX_SYSTEMS else MAX_XPUS[system]
     if not smallest <= n <= largest:
         valid = shape if smallest == largest else f"{shape} from {smallest}, at most {largest}"
         raise HcsimError(f"--xpus {n} is invalid for '{system}' (valid: {valid}; see docs/platform.md, Limits)")
@@ -110,10 +105,8 @@ def _check_scale(args: argparse.Namespace) -> None:
         raise HcsimError(f"--spines {args.spines} is invalid (valid: an integer from 1 to {MAX_SPINES})")
 
 
-def _compile_and_report(topo, args: argparse.Namespace, path: str) -> None:  # noqa: ANN001
+def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str) -> None:
     """Compile ``topo`` to ``path`` (a temporary file standing for ``args.output``) and say what was written."""
-    from hcsim.platform.compiler import compile_platform
-
     stats = compile_platform(topo, path, precision=args.precision)
     print(
         f"wrote {args.output}: {stats.hosts} hosts, {stats.routers} routers, {stats.links} links, "
@@ -121,11 +114,7 @@ def _compile_and_report(topo, args: argparse.Namespace, path: str) -> None:  # n
     )
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
-    from contextlib import nullcontext
-
-    from hcsim.files import atomic_path
-
+def _build(args: argparse.Namespace) -> int:
     # both outputs are claimed before any work, and either both appear or neither does
     with (
         atomic_path(args.output, ".xml.tmp") as xml,
@@ -134,25 +123,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
         topo = build_topology(args)
         _compile_and_report(topo, args, xml)
         if graphml:
-            topo.write_graphml(graphml)
+            write_graphml(topo, graphml)
     return 0
 
 
-def _cmd_compile(args: argparse.Namespace) -> int:
-    from hcsim.files import atomic_path
-    from hcsim.platform.topology import Topology
-
+def _compile(args: argparse.Namespace) -> int:
     with atomic_path(args.output, ".xml.tmp") as xml:
-        _compile_and_report(Topology.read_graphml(args.topology), args, xml)
+        _compile_and_report(read_graphml(args.topology), args, xml)
     return 0
 
 
-def _cmd_import(args: argparse.Namespace) -> int:
-    from contextlib import nullcontext
-
-    from hcsim.files import atomic_path
-    from hcsim.formats.topology_files import import_topology
-
+def _import(args: argparse.Namespace) -> int:
     # as for build: both outputs are claimed before any work, and either both appear or neither does
     with (
         atomic_path(args.output, ".xml.tmp") as xml,
@@ -163,13 +144,11 @@ def _cmd_import(args: argparse.Namespace) -> int:
         )
         _compile_and_report(topo, args, xml)
         if graphml:
-            topo.write_graphml(graphml)
+            write_graphml(topo, graphml)
     return 0
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
-    from hcsim.platform.probe import check_platform
-
+def _check(args: argparse.Namespace) -> int:
     s = check_platform(args.platform, args.xpus_from)
     coherent = {True: "coherent", False: "non-coherent", None: "not set (runs default to non-coherent)"}[s.coherent]
     print(
@@ -184,12 +163,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def warn(message: str) -> None:
     """One line on stderr for a choice the user did not spell out (not an error: the command goes on)."""
-    import sys
-
     print(f"hcsim: warning: {message}", file=sys.stderr)
 
 
-def unused_mix(args: argparse.Namespace, topo) -> str | None:  # noqa: ANN001 - a Topology
+def unused_mix(args: argparse.Namespace, topo: Topology) -> str | None:
     """A warning when ``--mix`` names XPU types the built system does not use (types alternate by rack)."""
     if not args.mix or "+" not in args.mix:
         return None
@@ -205,63 +182,21 @@ def unused_mix(args: argparse.Namespace, topo) -> str | None:  # noqa: ANN001 - 
     )
 
 
-def _cmd_draw(args: argparse.Namespace) -> int:
-    from hcsim.files import atomic_path
-    from hcsim.platform.topology import Topology
-
+def _draw(args: argparse.Namespace) -> int:
     if args.graphml and args.system:
         raise HcsimError("give either a system to build or --graphml FILE, not both")
     if not args.graphml and not args.system:
         raise HcsimError(f"nothing to draw (valid: a system, one of {', '.join(SYSTEMS)}, or --graphml FILE)")
     with atomic_path(args.output, ".png") as tmp:
-        topo = Topology.read_graphml(args.graphml) if args.graphml else build_topology(args)
+        topo = read_graphml(args.graphml) if args.graphml else build_topology(args)
         topo.draw(tmp)
     print(f"wrote {args.output}: {topo.number_of_nodes()} nodes, {topo.number_of_edges()} links")
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim platform`` and its actions build, compile, import, check and draw."""
-    plat = sub.add_parser("platform", help="build, check and draw platforms")
-    psub = plat.add_subparsers(dest="action", required=True, parser_class=type(plat))
+_ACTIONS = {"build": _build, "compile": _compile, "import": _import, "check": _check, "draw": _draw}
 
-    b = psub.add_parser("build", help="build a topology and compile it to SimGrid platform XML")
-    add_topology_options(b)
-    b.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
-    b.add_argument("--save-graphml", metavar="FILE", help="also save the topology as GraphML (to edit, then compile)")
-    b.add_argument("-o", "--output", required=True, help="platform XML file to write")
-    b.set_defaults(func=_cmd_build)
 
-    k = psub.add_parser("compile", help="compile a GraphML topology (e.g. edited in yEd) to SimGrid platform XML")
-    k.add_argument("topology", help="GraphML file (see Topology.write_graphml)")
-    k.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
-    k.add_argument("-o", "--output", required=True, help="platform XML file to write")
-    k.set_defaults(func=_cmd_compile)
-
-    i = psub.add_parser("import", help="import an ASTRA-sim network YAML or an InfraGraph file to SimGrid platform XML")
-    i.add_argument("file", help="ASTRA-sim network YAML or InfraGraph YAML/JSON (recognised by content)")
-    i.add_argument("--format", choices=("astra-sim", "infragraph"), help="force the format instead of detecting it")
-    i.add_argument("--xpu", default="H100", help="XPU preset of every NPU / xpu component (default H100)")
-    i.add_argument("--link-bandwidth", help="InfraGraph: bandwidth of links that declare none (e.g. 100Gbps)")
-    i.add_argument("--link-latency", help="InfraGraph: latency of links that declare none (e.g. 1us)")
-    i.add_argument("--precision", choices=("fp32", "fp16"), default="fp32", help="XPU speed = FLOPS at this precision")
-    i.add_argument("--save-graphml", metavar="FILE", help="also save the topology as GraphML")
-    i.add_argument("-o", "--output", required=True, help="platform XML file to write")
-    i.set_defaults(func=_cmd_import)
-
-    c = psub.add_parser("check", help="load a platform XML in SimGrid and print what it holds")
-    c.add_argument("platform", help="platform XML file")
-    c.add_argument(
-        "--xpus-from",
-        choices=("auto", "property", "all-hosts"),  # hcsim.platform.simgrid_files.XPUS_FROM
-        default="auto",
-        help="which hosts count as XPUs: those with kind=xpu ('property'), every host ('all-hosts'), or "
-        "'property' if any host has it and every host otherwise ('auto', the default)",
-    )
-    c.set_defaults(func=_cmd_check)
-
-    d = psub.add_parser("draw", help="draw a topology (layered) to PNG")
-    add_topology_options(d, required=False)
-    d.add_argument("--graphml", help="draw a GraphML topology instead of building one")
-    d.add_argument("-o", "--output", required=True, help="PNG file to write")
-    d.set_defaults(func=_cmd_draw)
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim platform ACTION``; the exit status."""
+    return _ACTIONS[args.action](args)

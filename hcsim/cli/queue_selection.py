@@ -2,19 +2,25 @@
 
 The simulation clock is in minutes, so ``--period`` and ``--offset`` take a bare number
 as minutes, or a duration with a unit (``--period 168h``, ``--offset 2.5h``). The run
-itself is :func:`hcsim.frontends.queue_selection.runner.run_from_arguments`. Only the
-standard library at the top: the ``hcsim`` command loads this module for ``--help``
-(see :mod:`hcsim.cli`).
+itself is :func:`hcsim.frontends.queue_selection.simulate`; this module turns the
+options into its arguments, prints the summary table and writes ``--out``. The options
+are in :func:`hcsim.cli.parsers.add_queue_selection_options`.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 
-from hcsim.flags import rate_type
+from hcsim.errors import HcsimError
+from hcsim.frontends.queue_selection.model import MODELS, WEEK
+from hcsim.frontends.queue_selection.outputs import summarize, write_outputs
+from hcsim.frontends.queue_selection.rules import METHODS, Method, parse_method
+from hcsim.frontends.queue_selection.simulator import simulate
 from hcsim.units import parse_minutes
 
-__all__ = ["add_arguments", "minutes_list", "register"]
+__all__ = ["main", "methods", "minutes_list"]
 
 
 def minutes_list(text: str, what: str) -> str:
@@ -30,53 +36,79 @@ def minutes_list(text: str, what: str) -> str:
     return ",".join(items)
 
 
-def _cmd_queue_selection(args: argparse.Namespace) -> int:
-    from hcsim.frontends.queue_selection.runner import run_from_arguments
+def methods(method: str, offset: str) -> list[Method]:
+    """The methods ``--method`` names (``all``, ``offset``, a comma list), with the windows of ``--offset`` (minutes).
 
-    return run_from_arguments(args)
+    Every window is checked, whether an offset method is named or not; a method named twice runs once.
+    """
+    windows = [parse_method("offset", w).window for w in str(offset).split(",") if w.strip()]
+    windows = windows or [parse_method("offset", offset).window]
+    out: list[Method] = []
+    for name in str(method).split(","):
+        t = name.strip().lower()
+        if t == "all":
+            out += [Method("random"), Method("mql"), Method("maql")] + [Method("offset", w) for w in windows]
+        elif t == "offset":
+            out += [Method("offset", w) for w in windows]
+        elif t in METHODS or t.startswith("offset("):
+            out.append(parse_method(t))
+        else:
+            raise HcsimError(f"method {name.strip()!r} is unknown (valid: {', '.join(METHODS)}, all)")
+    unique: list[Method] = []
+    for m in out:
+        if m not in unique:
+            unique.append(m)
+    return unique
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim queue-selection`` (alias ``queues``, its former name)."""
-    p = sub.add_parser(
-        "queue-selection",
-        aliases=["queues"],
-        help="queue selection for batch supercomputers (Kawanami): Random/MQL/MAQL/Offset",
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim queue-selection``: simulate, print a summary, write outputs to ``--out`` if given; returns 0."""
+    period = WEEK if args.period is None else parse_minutes(args.period, "--period")
+    chosen = methods(args.method, minutes_list(args.offset, "--offset"))
+    if args.model not in MODELS:
+        raise HcsimError(f"model {args.model!r} is unknown (valid: {', '.join(MODELS)})")
+    if args.servers is not None and args.model != "fifo":
+        raise HcsimError(f"--servers {args.servers} applies to --model fifo only (valid: omit it, or --model fifo)")
+    if args.out:
+        parent = os.path.dirname(os.path.abspath(args.out))
+        if os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise HcsimError(
+                f"--out '{args.out}': directory '{parent}' is missing or not writable (valid: a writable path)"
+            )
+    run = simulate(
+        args.set_name,
+        chosen,
+        model=args.model,
+        servers=1 if args.servers is None else args.servers,
+        replications=args.replications,
+        seed=args.seed,
+        period=period,
+        arrival=args.arrival,
+        rate=args.rate,
+        offset_ties=args.offset_ties,
+        offset_rule=args.offset_rule,
+        workers=args.workers,
     )
-    add_arguments(p)
-    p.set_defaults(func=_cmd_queue_selection)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``hcsim queue-selection`` (for other parsers too: the studies, the tests)."""
-    p.add_argument(
-        "--method",
-        default="all",
-        help="random, mql, maql, offset, a comma-separated list, or all (= all four; default all)",
+    rows = summarize(run, "random" if "random" in run.methods else None)
+    p = ", ".join(f"{x:g}" for x in run.service)
+    model = "paper model" if run.model == "paper" else f"fifo model ({run.servers} server(s) per queue)"
+    print(f"set {run.set_name} (p = {p} min), {model}, {run.replications} x {run.period:g} min, seed {run.seed}")
+    print(
+        f"{'method':<14}{'jobs':>8}{'mean (min)':>20}{'median':>9}{'p90':>9}{'p99':>9}"
+        f"  share of jobs q1..q{len(run.service)}"
     )
-    p.add_argument("--set", dest="set_name", metavar="SET", default="1d", help="parameter set 1a..3d (default 1d)")
-    p.add_argument(
-        "--offset",
-        default="150",
-        help="offset window M, e.g. 150 or 2.5h (bare number: minutes); several comma-separated (default 150)",
-    )
-    p.add_argument("--model", default="paper", help="paper (no waiting, the paper's model) or fifo (default paper)")
-    p.add_argument("--servers", type=int, default=None, help="fifo: servers per queue (default 1)")
-    p.add_argument("--replications", type=int, default=20, help="simulated periods (default 20)")
-    p.add_argument(
-        "--period", help="length of a replication, e.g. 10080 or 168h (bare number: minutes; default 10080, a week)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--arrival", default="lomax", help="lomax (the paper's) or poisson (with --rate)")
-    p.add_argument(
-        "--rate",
-        type=rate_type("--rate", per="min"),
-        default=None,
-        help="poisson arrival rate, e.g. 0.1/min or 6/h (bare number: per minute)",
-    )
-    p.add_argument("--offset-ties", default="lowest", help="offset ties: lowest id or random (default lowest)")
-    p.add_argument(
-        "--offset-rule", default="fewest", help="offset picks the queue with the fewest (default) or most completions"
-    )
-    p.add_argument("-j", "--workers", type=int, default=1, help="parallel SimGrid processes (default 1)")
-    p.add_argument("--out", default=None, help="directory for summary.csv, cdf.csv, cdf.png")
+    for r in rows:
+        shares = " ".join(f"{r[f'share_q{k + 1}']:.2f}" for k in range(len(run.service)))
+        ci = "" if math.isnan(r["ci95_min"]) else f" +- {r['ci95_min']:.2f}"
+        print(
+            f"{r['method']:<14}{r['jobs']:>8}{r['mean_min']:>11.2f}{ci:<9}"
+            f"{r['median_min']:>9.2f}{r['p90_min']:>9.2f}{r['p99_min']:>9.2f}  {shares}"
+        )
+    speed = run.total_jobs / max(run.seconds, 1e-9)
+    print(f"simulated {run.total_jobs} jobs on SimGrid in {run.seconds:.1f} s ({speed:.0f} jobs/s)")
+    if args.out:
+        paths = write_outputs(run, args.out)
+        print("wrote " + ", ".join(paths))
+    return 0

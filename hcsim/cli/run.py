@@ -3,27 +3,54 @@
 The platform is a compiled XML file (``--platform``) or a system built on the fly
 (``--system``, the options of ``hcsim platform build``), run through
 :func:`hcsim.fast.system.simulate_system` (``--fast`` folds, memoizes and extrapolates
-repeating iterations; ``--repeat`` does the last alone). The workload
-is picked by :func:`hcsim.workload.catalog.workload_by_name`. Only the standard library at
-the top: the ``hcsim`` command loads this module for ``--help`` (see :mod:`hcsim.cli`).
+repeating iterations; ``--repeat`` does the last alone). The workload is picked by
+:func:`hcsim.formats.workload_files.load_workload`, or is a transformer (``--model``): one
+inference step with ``--inference``, else parallel training iterations
+(:class:`hcsim.workload.parallel.factory.TrainingWorkload`). The options are in
+:func:`hcsim.cli.parsers.add_run`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
+from hcsim.calibration import Calibration, load_calibration
+from hcsim.calibration.machine import calibrated_dgx_spec
+from hcsim.cli.platform import build_topology
+from hcsim.collectives import algorithm
+from hcsim.engine import report
 from hcsim.errors import HcsimError
-from hcsim.flags import DeprecatedAlias
+from hcsim.fast import simulate, simulate_system
+from hcsim.fast.system import FoldRefused
+from hcsim.files import check_output_path
+from hcsim.formats.workload_files import load_workload, xpu_rates_from_platform
+from hcsim.platform import simgrid_files
+from hcsim.platform.dgx import DGX_SYSTEMS
+from hcsim.platform.probe import host_facts, precheck_platform
+from hcsim.platform.topology import Topology
+from hcsim.workload.catalog import DATA_PARALLEL
+from hcsim.workload.graph import Workload
+from hcsim.workload.models.inference import check_inference, inference_step
+from hcsim.workload.models.spec import load_model, model_flops_per_token
+from hcsim.workload.parallel.factory import TrainingWorkload
+from hcsim.workload.parallel.layout import Layout
+from hcsim.workload.parallel.memory import check_fits, training_memory
 
-__all__ = ["register"]
+__all__ = ["MAX_ITERATIONS", "main"]
 
-_WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.workload.catalog.WORKLOADS
 MAX_ITERATIONS = 100_000
 """Most iterations ``hcsim run`` accepts: each is simulated event by event, so a billion would
 run for days (and used to end in a traceback); see docs/workloads-and-engine.md."""
 
 
-def _hosts_used(work) -> set[str]:  # noqa: ANN001 - a Workload
+def _hosts_used(work: Workload) -> set[str]:
     """The hosts a workload computes on or communicates among."""
     used: set[str] = set()
     for _, d in work.nodes(data=True):
@@ -34,7 +61,7 @@ def _hosts_used(work) -> set[str]:  # noqa: ANN001 - a Workload
     return used
 
 
-def _narrowing(args: argparse.Namespace, work, xpus: list[str]) -> str | None:  # noqa: ANN001 - a Workload
+def _narrowing(args: argparse.Namespace, work: Workload, xpus: list[str]) -> str | None:
     """A warning when the workload leaves some of the platform's XPUs idle (None when it uses them all)."""
     used = len(_hosts_used(work) & set(xpus))
     if used >= len(xpus):
@@ -45,18 +72,8 @@ def _narrowing(args: argparse.Namespace, work, xpus: list[str]) -> str | None:  
     return f"workload {name!r} uses {used} of the platform's {len(xpus)} XPUs (the others stay idle)"
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    import json
-    import sys
-    import warnings
-
-    from hcsim.cli.platform import build_topology
-    from hcsim.engine import report
-    from hcsim.fast import simulate, simulate_system
-    from hcsim.fast.system import FoldRefused
-    from hcsim.files import check_output_path
-    from hcsim.workload.catalog import DATA_PARALLEL, workload_by_name
-
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim run``; the exit status."""
     if args.iterations is None:
         if not args.model:
             raise HcsimError("--iterations is required (valid: an integer >= 1)")
@@ -74,35 +91,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
     rates: dict[str, float] = {}  # fp32 FLOP/s per XPU: Chakra durations and AICB times become FLOPs
     built = []
 
-    def workload(ranks: list[str], group: int | None):  # noqa: ANN202 - a Workload
-        w = workload_by_name(
+    def workload(ranks: list[str], group: int | None) -> Workload:
+        w = load_workload(
             args.workload, ranks, group, size=args.bytes, what="--bytes", xpu_flops=rates, rank_map=args.rank_map,
             comm_groups=args.comm_groups, algorithm=args.algorithm,
         )  # fmt: skip
         built.append(w)
         return w
 
-    if args.model or args.workload is None:  # a transformer (issue 16): hcsim.cli.model_options
-        from hcsim.cli.model_options import model_workload
-        from hcsim.cli.training_options import training_workload
-
-        workload = training_workload(args) if args.model and not args.inference else model_workload(args)
+    calib = load_calibration(args.calibration)  # None: the ideal model
+    training = bool(args.model) and not args.inference
+    if not training:
+        for flag, value in (("--precision", args.precision), ("--zero", args.zero)):
+            if value is not None:
+                raise HcsimError(f"{flag} applies to training (--model without --inference)")
+        if args.recompute != "none" or calib is not None:
+            raise HcsimError("--recompute and --calibration apply to training (--model without --inference)")
+    dgx = args.system in DGX_SYSTEMS
+    if args.zero is None:  # on a DGX, as NeMo's pretraining recipes run Megatron-Core: the distributed optimizer
+        args.zero = 1 if dgx and training else 0
+    if args.sequence_parallel is None:  # ... and sequence parallelism wherever tensor parallelism is on
+        tp = Layout.parse(args.parallel, args.xpus).tp if dgx and training and args.parallel and args.xpus else 1
+        args.sequence_parallel = tp > 1
+    if args.model or args.workload is None:  # a transformer (issue 16)
+        workload = _training_workload(args, calib) if training else _inference_workload(args)
 
     if args.platform:
         if args.system:
             raise HcsimError("give either --platform FILE.xml or --system, not both")
-        from hcsim.platform import simgrid_files as foreign
-        from hcsim.platform.probe import host_facts, precheck_platform
-
         precheck_platform(args.platform)  # values SimGrid would abort on, refused in one line first
-        from hcsim.formats.chakra import xpu_rates_from_platform
-
         if args.fast:
             raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")
-        declared = foreign.read_declared(args.platform) if _is_file(args.platform) else foreign.Declared()
-        config = foreign.network_config(args.network_model or "file")
+        on_disk = os.path.isfile(args.platform)
+        declared = simgrid_files.read_declared(args.platform) if on_disk else simgrid_files.Declared()
+        config = simgrid_files.network_config(args.network_model or "file")
         facts = host_facts(args.platform)
-        xpus, how = foreign.choose_xpus(facts, args.xpus_from or "auto", args.platform)
+        xpus, how = simgrid_files.choose_xpus(facts, args.xpus_from or "auto", args.platform)
         rates.update(xpu_rates_from_platform(args.platform))
         if args.coherent is not None:
             coherent, why = args.coherent, "--coherent" if args.coherent else "--no-coherent"
@@ -118,7 +142,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         notes.insert(
             0,
             f"platform {args.platform}: {len(xpus)} XPUs ({how}; --xpus-from), network model "
-            f"{foreign.model_in_force(declared, args.network_model or 'file')}, "
+            f"{simgrid_files.model_in_force(declared, args.network_model or 'file')}, "
             f"{'coherent' if coherent else 'non-coherent'} memory ({why})",
         )
         no_memory = sum(1 for x in xpus if x in facts.without_memory)
@@ -134,9 +158,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise HcsimError("--xpus-from applies to --platform FILE.xml, not --system (its XPUs are known)")
         if args.network_model == "file":
             raise HcsimError("--network-model file applies to --platform FILE.xml; --system always runs 'raw'")
-        topo = build_topology(args, notes)
+        spec = None
+        if calib is not None and args.system in DGX_SYSTEMS:
+            spec = calibrated_dgx_spec(DGX_SYSTEMS[args.system], calib)
+        elif calib is not None:
+            raise HcsimError(f"--calibration {args.calibration} needs a machine it describes (valid: --system "
+                             f"{', '.join(DGX_SYSTEMS)}; or --calibration ideal)")  # fmt: skip
+        topo = build_topology(args, notes, spec=spec)
+        if training and args.system in DGX_SYSTEMS:
+            _check_fits(args, workload, topo)
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
-        training = bool(args.model) and not args.inference  # --fast folds whole replicas of its layout
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
                 f"--fast applies to data-parallel workloads and --model training, not {args.workload or args.model!r} "
@@ -144,8 +175,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
         fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
         if args.fast and args.algorithm is not None:
-            from hcsim.collectives import algorithm
-
             fold = None if algorithm("allreduce", args.algorithm).ring else False
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
@@ -168,6 +197,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if narrowing:
         notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)
+    if training:
+        summary.update(_throughput(workload, summary, len(topo.xpus()) if not args.platform else len(xpus)))
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
     }
@@ -188,87 +219,91 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_file(path: str) -> bool:
-    import os
+def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topology) -> None:
+    """On a DGX: what each rank holds must fit in its HBM, unless ``--allow-spill`` (one line otherwise)."""
+    xpus = topo.xpus()
+    o = workload.options
+    stages = training_memory(
+        workload.spec, workload.full_layout(len(xpus)), micro_batch=o["micro_batch"], sequence=o["sequence"],
+        microbatches=o["microbatches"], schedule_name=o["schedule_name"], zero=o["zero"],
+        precision=o.get("precision"), recompute=o.get("recompute", "none"),
+        sequence_parallel=o["sequence_parallel"], xpus=len(xpus),
+    )  # fmt: skip
+    check_fits(stages, topo.nodes[xpus[0]]["memory"], allow_spill=args.allow_spill)
 
-    return os.path.isfile(path)
+
+def _throughput(workload: Any, summary: dict, gpus: int) -> dict[str, float]:
+    """Tokens per second per GPU and model TFLOP/s per GPU (model FLOPs as Megatron counts them)."""
+    layout = workload.full_layout(gpus)
+    o = workload.options
+    sequence = o["sequence"] or workload.spec.sequence
+    microbatches = o["microbatches"] or (2 * layout.pp if layout.pp > 1 else 1)
+    tokens = layout.dp * microbatches * o["micro_batch"] * sequence
+    seconds = summary["steady_iteration_s"]
+    per_gpu = tokens / seconds / gpus
+    return {
+        "tokens_per_s_per_gpu": per_gpu,
+        "model_tflops_per_gpu": per_gpu * model_flops_per_token(workload.spec, sequence) / 1e12,
+        "tokens_per_iteration": tokens,
+    }
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim run``."""
-    from hcsim.cli.platform import SYSTEMS
+def _inference_workload(args: argparse.Namespace) -> Callable[..., Workload]:
+    """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` (checked now)."""
+    if args.workload and args.model:
+        raise HcsimError("give either --workload or --model, not both")
+    if not args.model:
+        raise HcsimError("a workload is required (valid: --workload NAME|FILE.json or --model NAME|config.json)")
+    spec = load_model(args.model)
+    if not args.inference:
+        raise HcsimError(f"--model {args.model} needs --inference (one prefill or decode step)")
+    if args.context is None:
+        raise HcsimError("--inference needs --context (the prompt length for prefill, the KV length for decode)")
+    check_inference(spec, args.tp or 1, batch=args.batch, context=args.context, tp=args.tp or 1)
 
-    r = sub.add_parser("run", help="run a workload graph on a platform and print its metrics")
-    r.add_argument("--platform", help="platform XML (from 'hcsim platform build')")
-    r.add_argument("--system", choices=SYSTEMS, help="or build this system on the fly")
-    r.add_argument("--xpus", type=int, help="with --system: number of XPUs")
-    r.add_argument("--mix", help="with --system: XPU type(s), e.g. H100+A100")
-    r.add_argument("--cxl-bandwidth", help=argparse.SUPPRESS)
-    r.add_argument("--cxl-latency", help=argparse.SUPPRESS)
-    r.add_argument("--link-bandwidth", help=argparse.SUPPRESS)
-    r.add_argument("--link-latency", help=argparse.SUPPRESS)
-    r.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
-    r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
-    r.add_argument(
-        "--workload",
-        help=f"workload JSON file (Workload.to_json), Chakra trace PATH/PREFIX (PREFIX.RANK.et), AICB workload file, "
-        f"or one of {', '.join(_WORKLOADS)}",
-    )
-    r.add_argument("--rank-map", help='Chakra/AICB: JSON file placing ranks on XPUs ({"0": "xpu3", ...} or a list)')
-    r.add_argument("--comm-groups", help='Chakra: ASTRA-sim communicator-group JSON ({"1": [0, 1], ...})')
-    from hcsim.cli.main import _load  # the models' options, without importing hcsim.workload (--help stays light)
+    def workload(ranks: list[str], group: int | None = None) -> Workload:
+        return inference_step(spec, ranks, batch=args.batch, context=args.context, phase=args.phase, tp=args.tp)
 
-    _load("hcsim.cli.model_options").add_run_options(r)  # --model --inference --batch --context --tp
-    # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel (training with --model)
-    _load("hcsim.cli.training_options").add_training_options(r)
-    r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
-    r.add_argument(
-        "--algorithm",
-        help="allreduce algorithm of llama2-13b and allreduce (default ring): a name of 'hcsim collective "
-        "--algorithm all', module:function, or an MSCCL-IR .xml",
+    return workload
+
+
+def _training_workload(args: argparse.Namespace, calib: Calibration | None = None) -> TrainingWorkload:
+    """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` for training."""
+    if args.workload:
+        raise HcsimError("give either --workload or --model, not both")
+    if getattr(args, "tp", None) is not None:
+        raise HcsimError("--tp needs --inference (for training give --parallel tp=N)")
+    if getattr(args, "context", None) is not None:
+        raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
+    spec = load_model(args.model)
+
+    def layout_of(xpus: int) -> Layout:
+        layout = Layout.parse(args.parallel or f"dp={xpus}", xpus)
+        if args.ep is not None:
+            if layout.ep not in (1, args.ep):
+                raise HcsimError(f"--ep {args.ep} contradicts ep={layout.ep} in --parallel")
+            if args.ep < 1:
+                raise HcsimError(f"--ep {args.ep} is invalid (valid: an integer >= 1)")
+            layout = replace(layout, ep=args.ep)
+        return layout
+
+    calibrated = {}
+    if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
+        calibrated["calibration"] = calib
+    extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
+    # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
+    return TrainingWorkload(
+        spec,
+        layout_of,
+        microbatches=args.microbatches,
+        micro_batch=args.micro_batch,
+        sequence=args.sequence,
+        schedule_name=args.schedule,
+        zero=args.zero,
+        sequence_parallel=args.sequence_parallel,
+        dp_algorithm=args.dp_algorithm,
+        tp_algorithm=args.tp_algorithm,
+        mapping=args.mapping,
+        **extra,
+        **calibrated,
     )
-    r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
-    coh = r.add_mutually_exclusive_group()
-    coh.add_argument(
-        "--coherent",
-        dest="coherent",
-        action="store_true",
-        default=None,
-        help="coherent memory (default: --system cxl, or a --platform whose root zone has coherent=true)",
-    )
-    coh.add_argument(
-        "--no-coherent",
-        dest="coherent",
-        action="store_false",
-        help="non-coherent memory (default for other systems and for platforms without a 'coherent' property)",
-    )
-    r.add_argument(
-        "--fast",
-        action="store_true",
-        help="fold the system to representative servers, memoize repeated ring steps and extrapolate repeating "
-        "iterations (within 1%% of exact)",
-    )
-    r.add_argument(
-        "--repeat",
-        action="store_true",
-        help="extrapolate the iterations after one that repeats the one before on an idle network (--fast: on)",
-    )
-    r.add_argument(
-        "--xpus-from",
-        choices=("auto", "property", "all-hosts"),  # hcsim.platform.simgrid_files.XPUS_FROM
-        help="with --platform: which hosts are XPUs: those with kind=xpu ('property'), every host ('all-hosts'), "
-        "or 'auto' (default): 'property' if any host has kind=xpu, else every host",
-    )
-    r.add_argument(
-        "--network-model",
-        choices=("file", "raw"),  # hcsim.platform.simgrid_files.NETWORK_MODELS
-        help="with --platform: 'file' (default) runs the model the file's <config> names, or SimGrid's default "
-        "LV08 if none; 'raw' forces SimGrid's raw model (lone transfer = latency + size/bandwidth)",
-    )
-    r.add_argument("--chrome-trace", metavar="FILE", help="write a Chrome/Perfetto trace (JSON)")
-    # in 'hcsim cluster' --trace is an input: here the old spelling still works, with a note
-    r.add_argument("--trace", dest="chrome_trace", metavar="FILE", action=DeprecatedAlias, new="--chrome-trace")
-    r.add_argument("--csv", help="write the per-vertex trace as CSV")
-    r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")
-    r.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    r.set_defaults(func=_cmd_run)

@@ -2,12 +2,10 @@
 
 Simulates Poisson arrivals served in batches on V100 servers behind a dispatcher and
 prints the latency beside the exact one of the truncated Markov chain
-(:func:`hcsim.analysis.queueing.exact_finite`). Durations take units (``--alpha 2ms``,
-``--max-delay 5ms``) and rates too (``--rate 6000/s``, ``360000/min``); a bare number
-is in seconds, or per second. ``--requests`` counts the requests simulated (``--jobs``
-is its deprecated spelling). A progress bar shows on stderr when it is a terminal, or
-with ``--progress``. Only the standard library at the top: the ``hcsim`` command loads
-this module for ``--help`` (see :mod:`hcsim.cli`).
+(:func:`hcsim.analysis.queueing.exact_finite`); with ``--model`` the servers are TP groups
+of ``--system`` and each batch lasts the engine-computed time of its prefill and decode
+steps. Durations take units (``--alpha 2ms``) and rates too (``--rate 6000/s``); a bare
+number is in seconds, or per second. The options are in :func:`hcsim.cli.parsers.add_serve`.
 """
 
 from __future__ import annotations
@@ -15,12 +13,23 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import tempfile
+from collections.abc import Callable
 
+import numpy as np
+
+from hcsim.analysis import queueing as q
+from hcsim.cli.platform import build_topology
+from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
-from hcsim.flags import DeprecatedAlias, rate_type
+from hcsim.frontends.serving import batching as fb
+from hcsim.frontends.serving.batch_times import batch_times
+from hcsim.platform import builders, compile_platform
 from hcsim.units import parse_time
+from hcsim.workload.models.inference import check_inference
+from hcsim.workload.models.spec import load_model
 
-__all__ = ["MAX_JOBS", "MAX_SERVERS", "MAX_SEED", "register"]
+__all__ = ["MAX_JOBS", "MAX_SEED", "MAX_SERVERS", "main"]
 
 MAX_JOBS = 100_000_000
 """Most ``--requests`` one run simulates: the run keeps about 40 bytes per request in memory (4 GB at this bound)."""
@@ -62,24 +71,15 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    import tempfile
-
-    import numpy as np
-
-    from hcsim.analysis import queueing as q
-    from hcsim.frontends.serving import batching as fb
-    from hcsim.platform import builders, compile_platform
-
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim serve``; the exit status."""
     _check_arguments(args)
     model = None
     stray = [f"--{k.replace('_', '-')}" for k in ("system", "xpus", "mix", "tp", "context") if getattr(args, k)]
     if stray and not args.model:
         raise HcsimError(f"{stray[0]} applies to --model only (valid: --model NAME|config.json with it, or drop it)")
-    if args.model:  # a transformer on --system: tau[b] from the engine (hcsim.cli.model_options)
-        from hcsim.cli.model_options import check_serve_model
-
-        check_serve_model(args)
+    if args.model:  # a transformer on --system: tau[b] from the engine
+        _check_model_options(args)
         model, alpha, tau0, beta, c0 = args.model, 1.0, 0.0, math.nan, math.nan
     elif args.gpu:
         fit = q.fit_linear(q.V100_RESNET50 if args.gpu == "v100" else q.P4_RESNET50)
@@ -115,8 +115,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             raise HcsimError(f"--max-batch {args.max_batch} is too small for this load: {exc}") from None
         topo, servers = builders.star(args.servers, "V100"), None
     else:
-        from hcsim.cli.platform import build_topology
-
         topo = build_topology(args)
     with tempfile.TemporaryDirectory() as tmp:
         platform = os.path.join(tmp, "p.xml")
@@ -159,14 +157,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_timing(args: argparse.Namespace, platform: str, max_batch: int):  # noqa: ANN202
+def _model_timing(
+    args: argparse.Namespace, platform: str, max_batch: int
+) -> tuple[float, list[str], Callable[[int], float]]:
     """Per-server arrival rate, servers and tau[b] of ``serve --model``; prints the engine's table.
 
     ``--rho`` is the load relative to a server's capacity, max over b <= M of b / tau[b].
     """
-    from hcsim.cli.model_options import serve_batch_time
-
-    table, servers = serve_batch_time(args, platform, max_batch)
+    table, servers = _batch_times(args, platform, max_batch)
     capacity = max(b / t for b, t in table.items())
     lam_server = args.rho * capacity if args.rho is not None else args.rate / len(servers)
     if not lam_server < capacity:
@@ -180,40 +178,35 @@ def _model_timing(args: argparse.Namespace, platform: str, max_batch: int):  # n
     return lam_server, servers, table.__getitem__
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim serve`` (alias ``queue``, its former name)."""
-    qu = sub.add_parser(
-        "serve", aliases=["queue"], help="dynamic-batching inference serving: simulated vs exact latency"
+def _batch_times(args: argparse.Namespace, platform: str, max_batch: int) -> tuple[dict[int, float], list[str]]:
+    """tau[b], b = 1..max_batch, of ``--model`` on the compiled ``platform``; the servers (each group's first XPU)."""
+    spec = load_model(args.model)
+    if args.context is None:
+        raise HcsimError("--model needs --context (the prompt length of a request)")
+    xpus = platform_xpus(platform)
+    tp = check_inference(spec, len(xpus), batch=max_batch, context=args.context, tp=args.tp)
+    groups = [xpus[i : i + tp] for i in range(0, len(xpus), tp)]
+    table = batch_times(
+        spec,
+        platform,
+        groups[0],
+        max_batch=max_batch,
+        context=args.context,
+        output_tokens=args.output_tokens,
+        coherent=args.system == "cxl",
     )
-    gpu = qu.add_mutually_exclusive_group(required=True)
-    gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
-    gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
-    from hcsim.cli.main import _load  # without importing hcsim.workload: --help stays light
+    return table, [g[0] for g in groups]
 
-    _load("hcsim.cli.model_options").add_serve_options(qu, gpu)  # --model --system --xpus --tp --context
-    qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
-    load = qu.add_mutually_exclusive_group(required=True)
-    load.add_argument(
-        "--rho", type=float, help="load per server, lambda * alpha (dimensionless, < 1; --model: lambda / capacity)"
-    )
-    load.add_argument(
-        "--rate",
-        type=rate_type("--rate", per="s"),
-        help="total arrival rate of requests, e.g. 6000/s or 360000/min (bare number: per second)",
-    )
-    qu.add_argument("--max-batch", type=int, help="largest batch, in requests (default: unlimited)")
-    qu.add_argument(
-        "--max-delay",
-        help="an idle server waits for a full batch up to this long after its oldest job arrived, e.g. 5ms "
-        "(bare number: seconds; default: no wait; no exact E[W] then)",
-    )
-    qu.add_argument("--requests", type=int, default=1_000_000, help="requests to simulate (a count; default 1e6)")
-    qu.add_argument("--jobs", dest="requests", type=int, action=DeprecatedAlias, new="--requests")
-    qu.add_argument("--seed", type=int, default=0, help="random seed of arrivals and dispatch (default 0)")
-    qu.add_argument("--servers", type=int, default=1, help="servers behind the dispatcher (a count; default 1)")
-    qu.add_argument("--dispatch", choices=("random", "round_robin", "jsq"), default="random")
-    qu.add_argument("--beta", type=float, help="with --alpha: energy per request in a batch, in joules, for eta")
-    qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch, in joules, for eta")
-    qu.add_argument("--progress", action="store_true", help="show a progress bar on stderr (default: on a terminal)")
-    qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
-    qu.set_defaults(func=_cmd_serve)
+
+def _check_model_options(args: argparse.Namespace) -> None:
+    """Options that must come with ``serve --model``."""
+    if args.system is None:
+        raise HcsimError("--model needs --system (the platform the model is served on, e.g. --system cxl --xpus 8)")
+    if args.max_batch is None:
+        raise HcsimError("--model needs --max-batch (the engine computes tau[b] for b = 1..max-batch)")
+    if not 1 <= args.max_batch <= 256:
+        raise HcsimError(f"--max-batch {args.max_batch} is invalid with --model (valid: 1..256)")
+    if args.output_tokens < 0:
+        raise HcsimError(f"--output-tokens {args.output_tokens} is invalid (valid: an integer >= 0)")
+    if args.servers != 1:
+        raise HcsimError("--servers does not apply to --model (valid: the servers are the --xpus/--tp TP groups)")

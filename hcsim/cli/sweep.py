@@ -1,25 +1,28 @@
 """``hcsim sweep``: run a parameter sweep from a YAML spec (resumable; local processes or Dask).
 
-Only the standard library at the top: the ``hcsim`` command loads this module for
-``--help`` (see :mod:`hcsim.cli`).
+The sweep itself is :func:`hcsim.sweep.run_sweep`; the options are in
+:func:`hcsim.cli.parsers.add_sweep`. The exit status is 1 when a point failed. The
+experiment scripts take the same flags (:func:`add_sweep_arguments`) and run their
+specs with :func:`sweep_from_arguments`, so any of them scales out unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from hcsim.cli.flags import DeprecatedAlias
 from hcsim.errors import HcsimError
-from hcsim.flags import DeprecatedAlias
+from hcsim.sweep import SweepSpec, load_spec, read_results, run_sweep
 
-__all__ = ["MAX_WORKERS", "register"]
+__all__ = ["MAX_WORKERS", "add_sweep_arguments", "main", "sweep_from_arguments"]
 
 MAX_WORKERS = 256
 """Most parallel points (``-j/--workers``): each is a process (and a Dask worker with ``--executor dask``)."""
 
 
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from hcsim.sweep import load_spec, run_sweep
-
+def main(args: argparse.Namespace) -> int:
+    """Run ``hcsim sweep``; the exit status."""
     if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
         raise HcsimError(
             f"-j/--workers {args.workers} is invalid (valid: an integer from 1 to {MAX_WORKERS} parallel points)"
@@ -33,18 +36,19 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if report.failed == 0 else 1
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``hcsim sweep``."""
-    sw = sub.add_parser("sweep", help="run a parameter sweep (resumable; local processes or Dask)")
-    sw.add_argument("spec", help="sweep spec (YAML): function, grid, fixed, points, timeout, out")
-    sw.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
-    sw.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (default: a local cluster)")
-    sw.add_argument(
-        "-j",
-        "--workers",
-        type=int,
-        help="parallel processes: points at once, or local Dask workers (a count; default: CPU count)",
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every experiment script shares: ``--executor``, ``--scheduler``, ``-j/--workers``."""
+    parser.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
+    parser.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
+    parser.add_argument(
+        "-j", "--workers", type=int, help="parallel processes: points at once, or local Dask workers (default: CPUs)"
     )
-    sw.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
-    sw.add_argument("--out", help="results file, JSON lines (default: the spec's 'out')")
-    sw.set_defaults(func=_cmd_sweep)
+    parser.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
+
+
+def sweep_from_arguments(spec: SweepSpec, args: argparse.Namespace, out: str) -> list[dict[str, Any]]:
+    """Run ``spec`` with the flags of :func:`add_sweep_arguments`; the latest ok row of every point of the spec."""
+    run_sweep(spec, out=out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
+    wanted = {p.id for p in spec.expand()}
+    latest = {r["id"]: r for r in read_results(out) if r.get("status") == "ok" and r["id"] in wanted}
+    return [latest[p.id] for p in spec.expand() if p.id in latest]

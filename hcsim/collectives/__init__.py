@@ -2,14 +2,17 @@
 
 * :mod:`.schedule`: what an algorithm produces: flows with dependencies (and the
   shards they carry);
-* :mod:`.registry`: algorithms by kind and name (:func:`register` for your own,
-  ``module:function`` paths, MSCCL-IR files), and the engine's :func:`build_plan`;
+* :mod:`.table`: the algorithms by kind and name, and :func:`register` for your own;
+* :mod:`.registry`: looking them up (also ``module:function`` paths and MSCCL-IR
+  files), and the engine's :func:`build_plan`;
 * :mod:`.algorithms`: hcsim's library (ring, coherent ring, chain, direct, ...);
 * :mod:`.check`: proves a schedule delivers what its kind promises;
 * :mod:`.view`: what an algorithm may know of the topology (servers, racks);
 * :mod:`.plans`: the engine's form of a schedule (:class:`~.plans.FlowPlan`).
 
 This layer knows no SimGrid: the engine (:mod:`hcsim.engine.exact`) runs the plans.
+
+Guide: docs/collectives.md.
 """
 
 from hcsim.collectives.check import check_schedule

@@ -1,23 +1,18 @@
 """The data-movement check: does a schedule deliver what its kind promises?
 
-The collective's data is cut into ``schedule.shards`` pieces. Each rank starts with
-what the kind gives it, and a flow carrying shard s from a to b adds to b's shard s
-everything a held of it *when the flow started*: what a had from the start plus what
-reached a through flows that completed before (flows in its ``after`` closure, which is
-all a schedule guarantees). Contents are sets of contributing ranks (bitmasks).
+The collective's data is cut into ``schedule.shards`` pieces. Each rank starts with what
+the kind gives it (an allreduce: every shard of its own; an allgather: its own shard; a
+broadcast: the root everything; an all-to-all: shard i*N+j at rank i), and a flow
+carrying shard s from a to b adds to b's shard s everything a held of it *when the flow
+started*: what a had from the start plus what reached a through flows in its ``after``
+closure, which is all a schedule guarantees. Contents are sets of contributing ranks
+(bitmasks).
 
-======================  ===========================  ===================================
-kind                    a rank starts with           the schedule must end with
-======================  ===========================  ===================================
-allreduce               every shard: itself          every rank, every shard: all ranks
-allreduce (coherent)    every shard: itself          every shard: all ranks, at some rank
-                                                     or memory pool
-reduce_scatter          every shard: itself          rank i, shard i: all ranks
-allgather               shard i (rank i): itself     every rank, every shard: present
-broadcast               the root (first), all        every rank, every shard: present
-reduce                  every shard: itself          the root (first), every shard: all
-alltoall                shard i*N+j at rank i        rank j holds shard i*N+j, for all i
-======================  ===========================  ===================================
+Invariant: :func:`check_schedule` passes only if every rank ends with what the kind
+promises (an allreduce: every shard from all ranks at every rank; a coherent allreduce:
+every shard fully reduced somewhere), and a failure names the rank and the shard.
+
+The table of every kind: docs/collectives.md, "The data-movement check".
 """
 
 from __future__ import annotations

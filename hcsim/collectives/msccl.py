@@ -1,56 +1,21 @@
 """MSCCL-IR XML (the format msccl-tools emits and the MSCCL executor runs) as a collective algorithm.
 
 A workload names a file as its ``algorithm`` (any path ending in ``.xml``, e.g.
-``"examples/collectives/allreduce_ring_2ch_4gpus.xml"``); :func:`read_msccl` turns it into a registry
-:class:`~hcsim.collectives.registry.Algorithm` whose schedule runs as real flows.
+``"examples/collectives/allreduce_ring_2ch_4gpus.xml"``); :func:`read_msccl` turns it
+into a registry :class:`~hcsim.collectives.table.Algorithm` whose schedule runs as
+real flows. MSCCL gpu i is the i-th rank of the scope; a chunk is S / ``nchunksperloop``
+bytes; the steps of a threadblock run in order and also wait for their ``depid``/``deps``
+step; a sending step is one flow of ``cnt`` chunks to the threadblock's ``send`` peer,
+matched to the receive of the same rank on the peer and channel; local steps take no
+time. Protocols, slicing into protocol-sized pieces, channels beyond matching, compute
+time and flow control are not modelled.
 
-The file: ``<algo ngpus nchunksperloop coll ...>`` holds ``<gpu id ...>`` elements,
-each holding threadblocks ``<tb id send recv chan>`` (``send``/``recv``: the peer gpu
-the block sends to / receives from, -1 for none), each a list of
-``<step s type srcbuf srcoff dstbuf dstoff cnt depid deps hasdep>``.
+Invariants: a file is parsed without entity expansion or network access; a bad file
+(missing, malformed, a wrong ``coll`` or ``ngpus``, unknown steps, peers or offsets out
+of range, unmatched sends, cycles, a schedule that does not deliver what its kind
+promises) is one line naming the file and the gpu / threadblock / step.
 
-What hcsim models (S: the collective's bytes, C: ``nchunksperloop``):
-
-* MSCCL gpu ``i`` is the i-th rank of the scope; ``ngpus`` must equal the number of ranks.
-* A chunk is S / C bytes (the executor's ``count * sizeMultiplier / nChunksPerLoop``:
-  S is the buffer of an allreduce, the gathered output of an allgather, the input of
-  a reduce-scatter, a rank's whole send buffer of an all-to-all). A step moves ``cnt``
-  chunks.
-* Steps of a threadblock run in order; a step also waits for step ``deps`` of
-  threadblock ``depid`` on the same gpu (when ``depid`` >= 0). ``hasdep`` is derived
-  information and is ignored.
-* A step that sends (``s``, ``rcs``, ``rrs``, ``rrcs``) is a flow of ``cnt`` chunks
-  from its gpu to the block's ``send`` peer; it completes when the flow has arrived.
-  A step that also receives sends only once its receive has arrived (store and
-  forward, whole chunks).
-* A step that receives (``r``, ``rrc``, and the three above) completes when the
-  matching send has arrived: the i-th send from gpu g to gpu p on channel c matches the
-  i-th receive at p from g on channel c (one connection per peer and channel: two
-  threadblocks of a gpu may not send to, or receive from, the same peer on one channel).
-* Local steps (``cpy``, ``re``, ``nop``) take no time: they complete when what they
-  wait for has.
-* Each flow's ``after`` is the set of flows whose completion its step waits for,
-  through any chain of local steps and receives.
-* For the data-movement check, chunk k of the input and output buffers is a shard of
-  the collective's data (allreduce, broadcast, reduce: shard k; allgather: output chunk
-  k is shard k, input chunk k of gpu r is shard r*C/N + k; reduce-scatter: input chunk
-  k is shard k, output chunk k of gpu r is shard r*C/N + k; all-to-all: input chunk m of
-  gpu r is bound for gpu m*N/C); scratch chunks hold whatever was last received or
-  copied into them. A flow carries the shards of the chunks it sends. The check follows
-  shards to gpus, not into buffers (a chunk that reached a gpu counts as held there).
-
-What hcsim ignores: ``proto`` (Simple / LL / LL128: their flag overheads and slice
-sizes), the executor's pipelining of each chunk in protocol-sized slices (hcsim moves
-whole chunks, so a chain of forwards pays each hop in full), ``nchannels`` beyond
-matching (every threadblock runs in parallel; flows of different channels between the
-same two gpus share the links as any flows do), ``inplace``, reduction and copy compute
-time, fused reductions, flow control and buffer slots (a send starts when its sender
-reaches it, whether or not the receiver has), and the threadblock limits of real GPUs.
-
-Bad files get one-line errors naming the file and the gpu / threadblock / step:
-missing file, malformed XML, a wrong ``coll`` or ``ngpus`` for the request, unknown
-step types, peers or offsets out of range, unmatched sends or receives, dependency
-cycles, and schedules that do not deliver what their kind promises.
+Guide: docs/collectives.md, "MSCCL-IR files" (every rule, what is ignored, examples).
 """
 
 from __future__ import annotations
@@ -63,8 +28,8 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from hcsim.collectives.check import check_schedule
-from hcsim.collectives.registry import Algorithm
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import Algorithm
 from hcsim.collectives.view import TopologyView
 from hcsim.errors import HcsimError
 

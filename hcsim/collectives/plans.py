@@ -1,29 +1,17 @@
 """Flow plans: collectives as flows between hosts, with the dependencies of their algorithm.
 
-A :class:`FlowPlan` lists point-to-point flows (src, dst, bytes) and, for each flow,
-how many earlier flows it waits for and which flows wait for it. The engine starts
-the flows whose count is zero, and each completion may release others; the flows of
-one step really run at once and contend with all other traffic on the platform.
+A :class:`FlowPlan` lists point-to-point flows (src, dst, bytes) and, for each flow, how
+many earlier flows it waits for and which flows wait for it. The engine starts the flows
+whose count is zero, and each completion may release others; the flows of one step
+really run at once and contend with all other traffic on the platform. The plan
+builders here are the library's fast forms (ring, coherent ring, chain, direct); any
+other schedule becomes a plan through :func:`hcsim.collectives.build_plan`.
 
-* ring allreduce (N ranks, S bytes): 2(N-1) steps; in step j rank i sends S/N bytes to
-  rank i+1, once it has sent its step j-1 chunk and received rank i-1's. On a uniform
-  ring of latency L and bandwidth B it takes 2(N-1)(L + S/(N B)).
-* coherent ring allreduce (paper Sec. 5.4): the reduce-scatter half only, N-1 steps:
-  the averaged gradient must exist *somewhere* in coherent memory, not on every XPU.
-* reduce_scatter, allgather (ring): N-1 steps of S/N.
-* broadcast, reduce (chain): S bytes hop by hop from the first rank along the list
-  (broadcast), or to the first rank from the last (reduce): N-1 sequential flows.
-* alltoall (direct): every rank sends S/N to every other rank at once.
-* p2p: one flow of S from scope[0] to scope[1].
+Invariants: chunk sizes are whole bytes, and a flow that would carry 0 bytes carries 1
+(SimGrid 4.1 never completes a zero-byte communication); a plan for ``group`` >
+len(scope) (a folded run) keeps the full collective's step count and step size.
 
-A collective may stand for a larger one (``group`` > len(scope)): a folded data-parallel
-run simulates a few representative ranks, but each ring step still moves S/group bytes
-and there are still 2(group-1) steps (see :mod:`hcsim.fast.folding`).
-
-Chunk sizes are rounded to whole bytes (SimGrid transfers integers). SimGrid 4.1 never
-completes a zero-byte communication (its deadlock detector fires), so a flow that would
-carry 0 bytes (a barrier, or a chunk rounding to 0) carries 1 byte: it costs its
-latency plus 1/bandwidth.
+Guide: docs/collectives.md, "Schedules, flows and shards" (Flow plans).
 """
 
 from __future__ import annotations

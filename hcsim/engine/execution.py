@@ -231,8 +231,12 @@ class Execution:
         """Roofline on the XPU; remote data adds a copy before (non-coherent) or an access beside (coherent)."""
         xi = self.info[d["location"]]
         host = all_hosts[xi.name]
-        t_compute = d["flops"] / xi.rate(d["precision"])
-        t_local = max(t_compute, d["mem_bytes"] / xi.bandwidth)
+        seconds = d.get("seconds")
+        if seconds is None:
+            t_compute = d["flops"] / xi.rate(d["precision"])
+            t_local = max(t_compute, d["mem_bytes"] / xi.bandwidth)
+        else:  # a calibrated duration on this XPU (hcsim.calibration.machine): its memory time included
+            t_compute = t_local = seconds
         nbytes = int(round(d["mem_bytes"]))
         if remote is None or nbytes == 0:  # nothing to move: the operator runs as if local
             amount = t_local * xi.speed

@@ -24,7 +24,8 @@ from hcsim.engine.simulator import RunResult
 from hcsim.outputs import ChromeTrace
 from hcsim.outputs import write_csv as write_csv_file
 
-__all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length"]
+__all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length",
+           "minus_length"]  # fmt: skip
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -42,7 +43,7 @@ def union_length(intervals: list[tuple[float, float]]) -> float:
     return sum(b - a for a, b in _union(intervals))
 
 
-def _minus_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+def minus_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
     """Length of union(a) not covered by union(b)."""
     ua, ub = _union(a), _union(b)
     total, j = 0.0, 0
@@ -103,7 +104,7 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
         c, m, s = result.compute.get(x, []), result.comm.get(x, []), result.stall.get(x, [])
         per["compute"] += union_length(c)
         per["communication"] += union_length(m)
-        per["exposed_communication"] += _minus_length(m, c)
+        per["exposed_communication"] += minus_length(m, c)
         per["memory_stall"] += union_length(s)
     n = max(len(xpus), 1)
     per_iteration = {key: value / n / k for key, value in per.items()}

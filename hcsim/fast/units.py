@@ -17,6 +17,7 @@ otherwise one-line refusal. See ``docs/fast-paths.md`` ("Fold of a parallel layo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -80,14 +81,17 @@ def layout_units(
     layout.check(len(xpus))
     grid = RankGrid(layout, xpus, mapping)
     view = TopologyView.of_topology(topology)
-    dp, tp, pp, ep = layout.dp, layout.tp, layout.pp, layout.ep
+    tp, pp, ep = layout.tp, layout.pp, layout.ep
+    dp = layout.replicas  # with context parallelism: every (replica, CP slice)
+    cp = layout.cp
     experts = ep > 1 if experts is None else experts
-    count = dp // ep
+    size = math.lcm(ep, cp)  # replicas (CP slices) per unit: whole EP groups and whole CP groups
+    count = dp // size
 
     def pos(e: int, p: int, t: int) -> int:
         return (e * pp + p) * tp + t
 
-    units = [[grid.xpu(g * ep + e, p, t) for e in range(ep) for p in range(pp) for t in range(tp)]
+    units = [[grid.xpu(g * size + e, p, t) for e in range(size) for p in range(pp) for t in range(tp)]
              for g in range(count)]  # fmt: skip
 
     def pairs(kind: str, alg: str, scope: list[str], what: str) -> list[tuple[str, str]]:
@@ -108,8 +112,8 @@ def layout_units(
     for g, unit in enumerate(units):
         index = {x: i for i, x in enumerate(unit)}
         found: list[tuple[str, int, int]] = []
-        for e in range(ep):
-            d = g * ep + e
+        for e in range(size):
+            d = g * size + e
             for p in range(pp):
                 if tp > 1:
                     pre, post = TP_PATTERNS[sequence_parallel]
@@ -119,14 +123,30 @@ def layout_units(
                 if p + 1 < pp:
                     for t in range(tp):
                         found += [("pp", pos(e, p, t), pos(e, p + 1, t)), ("pp", pos(e, p + 1, t), pos(e, p, t))]
+                if layout.vp > 1:  # interleaved: the last stage's chunk c feeds the first stage's chunk c+1
+                    for t in range(tp):
+                        found += [("pp", pos(e, pp - 1, t), pos(e, 0, t)), ("pp", pos(e, 0, t), pos(e, pp - 1, t))]
+        if cp > 1:  # ring attention's KV allgather and dKV reduce-scatter within each CP group
+            for first in range(g * size, (g + 1) * size, cp):
+                for p in range(pp):
+                    for t in range(tp):
+                        scope = grid.cp_group(first, p, t)
+                        for kind in ("allgather", "reduce_scatter"):
+                            found += [("cp", index[a], index[b]) for a, b in pairs(kind, _default(kind), scope, "CP")]
         if ep > 1:
-            for p in range(pp):
-                for t in range(tp):
-                    scope = grid.ep_group(g * ep, p, t)
-                    found += [("ep", index[a], index[b]) for a, b in pairs("alltoall", alltoall_algorithm, scope, "EP")]
-            if count * ep > 1:  # the gradient rings' hops between the replicas of one EP group
-                found += [("dp", pos(e, p, t), pos(e + 1, p, t)) for e in range(ep - 1) for p in range(pp)
-                          for t in range(tp)]  # fmt: skip
+            for first in range(g * size, (g + 1) * size, ep):
+                for p in range(pp):
+                    for t in range(tp):
+                        scope = grid.ep_group(first, p, t)
+                        found += [
+                            ("ep", index[a], index[b]) for a, b in pairs("alltoall", alltoall_algorithm, scope, "EP")
+                        ]
+        if size > 1 and count * size > 1:  # the gradient rings' hops between the replicas of one unit
+            found += [("dp", pos(e, p, t), pos(e + 1, p, t)) for e in range(size - 1) for p in range(pp)
+                      for t in range(tp)]  # fmt: skip
+        if experts and ep > 1 and size > ep:  # the expert gradient rings' hops inside a unit (with CP)
+            found += [("dp", pos(e, p, t), pos(e + ep, p, t)) for e in range(size - ep) for p in range(pp)
+                      for t in range(tp)]  # fmt: skip
         found = list(dict.fromkeys(found))
         if inner is None:
             inner = found
@@ -153,9 +173,10 @@ def layout_units(
                     f"layout {layout} cannot be folded: the data-parallel {kind} algorithm {alg!r} does not send "
                     "rank i -> rank i+1 (valid for a fold: a ring in rank order)"
                 )
-        cross += [("dp", pos(ep - 1, p, t), pos(0, p, t)) for p in range(pp) for t in range(tp)]
+        cross += [("dp", pos(size - 1, p, t), pos(0, p, t)) for p in range(pp) for t in range(tp)]
         if experts and ep > 1 and count > 1:
-            cross += [("edp", pos(e, p, t), pos(e, p, t)) for e in range(ep) for p in range(pp) for t in range(tp)]
+            cross += [("edp", pos(size - ep + e, p, t), pos(e, p, t)) for e in range(ep) for p in range(pp)
+                      for t in range(tp)]  # fmt: skip
     return UnitRing(units, inner or [], cross)
 
 

@@ -1,43 +1,18 @@
 """SimAI / AICB workload files (the text format AICB generates for SimAI) as hcsim workload graphs.
 
-The format, as SimAI's workload reader parses it (aliyun/SimAI, ``Workload::initialize_workload``):
+The format, as SimAI's ``Workload::initialize_workload`` parses it: a header line (a
+parallelism policy, then ``key: value`` pairs: ``model_parallel_NPU_group`` (TP), ``ep``,
+``pp``, ``vpp``, ``ga``, ``all_gpus``, ``checkpoints``, ``pp_comm``), the layer count, then
+one 12-field line per layer (compute time in ns, comm type and bytes for the forward,
+input-gradient and weight-gradient passes; the weight-update time).
 
-* line 1, the header: a parallelism policy (``HYBRID_TRANSFORMER_FWD_IN_BCKWD``,
-  ``HYBRID_TRANSFORMER``, ``MICRO`` or ``DATA``) then ``key: value`` pairs:
-  ``model_parallel_NPU_group`` (tensor-parallel size TP), ``ep`` (expert-parallel
-  size), ``pp`` (pipeline stages), ``vpp``, ``ga`` (gradient-accumulation steps, the
-  micro-batches of an iteration), ``all_gpus``, ``checkpoints``,
-  ``checkpoint_initiates`` and ``pp_comm`` (bytes sent between pipeline stages);
-* line 2: the number of layer lines;
-* one line per layer, 12 whitespace-separated fields: name, dependency, forward compute
-  time, forward comm type, forward comm size, input-gradient compute time, its comm
-  type and size, weight-gradient compute time, its comm type and size, and the
-  weight-update time. Times are SimAI ticks (nanoseconds); sizes are bytes.
+:func:`parse_aicb` parses a file into an :class:`AicbFile`; :func:`read_aicb` checks its
+layout (rank = t + TP (d + DP p)) and assembles each rank's program in GPipe order, with
+comms over SimAI's groups and compute times as FLOPs at the XPU's fp32 rate.
 
-Comm types are ``NONE``, ``ALLREDUCE``, ``ALLGATHER``, ``REDUCESCATTER`` and ``ALLTOALL``,
-each optionally suffixed ``_EP`` or ``_DP_EP``. The group, as in SimAI: the forward and
-input-gradient comms of a plain type run over the tensor-parallel group, the
-weight-gradient comm over the data-parallel group; ``_EP`` over the expert-parallel
-group (EP consecutive data-parallel ranks), ``_DP_EP`` over the expert-data-parallel
-group (the data-parallel ranks with the same EP index).
-
-Ranks: rank = t + TP (d + DP p) for tensor index t, data-parallel index d and stage p,
-with DP = all_gpus / (TP pp); rank r runs on ``ranks[r]`` (or a ``rank_map``). Layers
-are split into pp contiguous, nearly equal blocks, one per stage.
-
-Per iteration each rank runs, in order (GPipe): for each micro-batch, its stage's layers
-forward (compute, then the forward comm), then ``pp_comm`` bytes to the next stage; then
-for each micro-batch in reverse, the layers backward (input-gradient compute and comm,
-weight-gradient compute), ``pp_comm`` bytes back to the previous stage; the
-weight-gradient comm and the weight update run once, after the last micro-batch.
-Compute times become FLOPs at the XPU's fp32 rate (``xpu_flops``), so a vertex takes
-exactly its traced time. The next iteration starts after the last.
-
-Ignored (stated in docs/formats.md as well): the dependency field, ``vpp`` (virtual
-pipeline stages), ``checkpoints`` / ``checkpoint_initiates`` (activation
-recomputation), the ``BROADCAST`` comm type AICB writes for ``norm`` (SimAI ignores it
-too), zero-time compute (no vertex) and collectives over a group of one rank (no
-traffic); the last two are counted in ``graph["aicb_skipped"]``.
+Invariant: every vertex takes exactly its traced time; what hcsim ignores (the dependency
+field, ``vpp``, checkpoints, ``BROADCAST``) or skips (zero-time compute, one-rank
+collectives, counted in ``graph["aicb_skipped"]``) is listed in docs/formats.md.
 """
 
 from __future__ import annotations
@@ -48,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hcsim.errors import HcsimError
+from hcsim.formats.ranks import RankMap, load_rank_map
 from hcsim.workload.graph import ALGORITHMS, Workload
 
 __all__ = ["read_aicb", "is_aicb", "parse_aicb", "AicbLayer", "AicbFile"]
@@ -204,16 +180,35 @@ def read_aicb(
     xpus: Sequence[str],
     *,
     xpu_flops: Mapping[str, float] | float | None = None,
-    rank_map: str | os.PathLike[str] | Mapping[int, str] | Sequence[str] | None = None,
+    rank_map: RankMap | None = None,
     algorithms: Mapping[str, str] | None = None,
 ) -> Workload:
     """The workload of an AICB file on ``xpus`` (rank r on ``xpus[r]``); see the module docstring."""
-    from hcsim.formats.chakra import _load_rank_map
-
     spec = parse_aicb(path)
     path = os.fspath(path)
+    layout = _layout(spec, path, len(xpus))
+    xpu_of = load_rank_map(rank_map, layout.world, xpus)
+    return _Program(spec, layout, xpu_of, xpu_flops, algorithms, path).build()
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The parallel layout of a file: rank = t + tp (d + dp p) for tensor index t, data index d, stage p."""
+
+    world: int
+    tp: int
+    dp: int
+    ep: int
+    pp: int
+
+    def rank(self, t: int, d: int, p: int) -> int:
+        return t + self.tp * (d + self.dp * p)
+
+
+def _layout(spec: AicbFile, path: str, n_xpus: int) -> _Layout:
+    """Check that the header's sizes fit together (and the layers fill the stages); the layout they give."""
     tp, ep, pp = spec.tp, spec.ep, spec.pp
-    world = spec.all_gpus or len(xpus)
+    world = spec.all_gpus or n_xpus
     if world % (tp * pp):
         raise HcsimError(
             f"AICB workload file '{path}': all_gpus {world} is not a multiple of TP {tp} x pp {pp} (valid: DP = "
@@ -226,20 +221,88 @@ def read_aicb(
         raise HcsimError(f"AICB workload file '{path}': pp {pp} needs pp_comm > 0 (bytes between stages)")
     if pp > len(spec.layers):
         raise HcsimError(f"AICB workload file '{path}': pp {pp} stages but only {len(spec.layers)} layers")
-    xpu_of = _load_rank_map(rank_map, world, xpus)
+    return _Layout(world, tp, dp, ep, pp)
 
-    def rate(x: str) -> float:
-        r = xpu_flops.get(x) if isinstance(xpu_flops, Mapping) else xpu_flops
+
+class _Program:
+    """The workload an AICB file stands for, built rank by rank in program order (GPipe)."""
+
+    def __init__(
+        self,
+        spec: AicbFile,
+        layout: _Layout,
+        xpu_of: list[str],
+        xpu_flops: Mapping[str, float] | float | None,
+        algorithms: Mapping[str, str] | None,
+        path: str,
+    ) -> None:
+        self.spec, self.layout, self.xpu_of, self.path = spec, layout, xpu_of, path
+        self.xpu_flops, self.algorithms = xpu_flops, algorithms
+        self.skipped = {"zero-time compute": 0, "collective over one rank": 0, "BROADCAST comm": 0}
+        # per rank: (vertex, whether it gates the rank's next operator)
+        self.chains: dict[int, list[tuple[str, bool]]] = {r: [] for r in range(layout.world)}
+        self.w = Workload(name=os.path.basename(path), ranks=xpu_of[: layout.world])
+
+    def build(self) -> Workload:
+        """Every micro-batch forward, then every micro-batch backward in reverse; program order as edges."""
+        spec, lay = self.spec, self.layout
+        dp, pp = lay.dp, lay.pp
+        n = len(spec.layers)
+        stage_layers = [list(range(p * n // pp, (p + 1) * n // pp)) for p in range(pp)]
+        w = self.w
+        w.graph.update(samples_per_iteration=spec.ga * dp, batches_per_iteration=spec.ga * dp, source="aicb")
+        for m in range(spec.ga):
+            for p in range(pp):
+                for d in range(dp):
+                    for t in range(lay.tp):
+                        self._forward(m, p, d, t, stage_layers[p])
+        for m in reversed(range(spec.ga)):
+            for p in reversed(range(pp)):
+                for d in range(dp):
+                    for t in range(lay.tp):
+                        self._backward(m, p, d, t, stage_layers[p])
+        _chain(w, self.chains)
+        w.graph["aicb_skipped"] = {k: v for k, v in self.skipped.items() if v}
+        if w.number_of_nodes() == 0:
+            raise HcsimError(
+                f"AICB workload file '{self.path}' has nothing to run (every compute is 0 and every comm NONE)"
+            )
+        return w
+
+    def _forward(self, m: int, p: int, d: int, t: int, layers: list[int]) -> None:
+        r = self.layout.rank(t, d, p)
+        if p > 0:
+            self._transfer(self.layout.rank(t, d, p - 1), r, f"mb{m}/act{p - 1}->{p}")
+        for li in layers:
+            layer = self.spec.layers[li]
+            self._compute(r, f"mb{m}/L{li}:{layer.name}/fwd", layer.fwd_time)
+            self._comm(r, f"mb{m}/L{li}:{layer.name}/fwd-comm", layer.fwd_comm, layer.fwd_bytes, "fwd", t, d, p)
+
+    def _backward(self, m: int, p: int, d: int, t: int, layers: list[int]) -> None:
+        r = self.layout.rank(t, d, p)
+        if p < self.layout.pp - 1:
+            self._transfer(self.layout.rank(t, d, p + 1), r, f"mb{m}/grad{p + 1}->{p}")
+        for li in reversed(layers):
+            layer = self.spec.layers[li]
+            label = f"mb{m}/L{li}:{layer.name}"
+            self._compute(r, f"{label}/ig", layer.ig_time)
+            self._comm(r, f"{label}/ig-comm", layer.ig_comm, layer.ig_bytes, "ig", t, d, p)
+            self._compute(r, f"{label}/wg", layer.wg_time)
+            if m == 0:  # the last micro-batch of the backward order: gradients are complete
+                self._comm(r, f"L{li}:{layer.name}/wg-comm", layer.wg_comm, layer.wg_bytes, "wg", t, d, p)
+                self._compute(r, f"L{li}:{layer.name}/update", layer.update_time)
+
+    def _rate(self, x: str) -> float:
+        r = self.xpu_flops.get(x) if isinstance(self.xpu_flops, Mapping) else self.xpu_flops
         if r is None or not r > 0:
             raise HcsimError(
                 f"AICB compute times need the FLOP rate of XPU '{x}' (run on a platform or give xpu_flops)"
             )
         return float(r)
 
-    def rank(t: int, d: int, p: int) -> int:
-        return t + tp * (d + dp * p)
-
-    def group(kind: str, phase: str, t: int, d: int, p: int) -> tuple[str, list[int]]:
+    def _group(self, kind: str, phase: str, t: int, d: int, p: int) -> tuple[str, list[int]]:
+        """The communicator of a comm, as SimAI picks it: its name and ranks."""
+        rank, ep, dp, tp = self.layout.rank, self.layout.ep, self.layout.dp, self.layout.tp
         if kind.endswith("_DP_EP"):
             return f"dpep{t}.{d % ep}.{p}", [rank(t, e, p) for e in range(d % ep, dp, ep)]
         if kind.endswith("_EP"):
@@ -249,80 +312,41 @@ def read_aicb(
             return f"dp{t}.{p}", [rank(t, e, p) for e in range(dp)]
         return f"tp{d}.{p}", [rank(s, d, p) for s in range(tp)]
 
-    n = len(spec.layers)
-    stage_layers = [list(range(p * n // pp, (p + 1) * n // pp)) for p in range(pp)]
-    w = Workload(name=os.path.basename(path), ranks=xpu_of[:world])
-    w.graph.update(samples_per_iteration=spec.ga * dp, batches_per_iteration=spec.ga * dp, source="aicb")
-    skipped = {"zero-time compute": 0, "collective over one rank": 0, "BROADCAST comm": 0}
-    chains: dict[int, list[tuple[str, bool]]] = {r: [] for r in range(world)}  # per rank: (vertex, gates the next)
-
-    def compute(r: int, label: str, ns: float) -> None:
+    def _compute(self, r: int, label: str, ns: float) -> None:
         if ns <= 0:
-            skipped["zero-time compute"] += 1
+            self.skipped["zero-time compute"] += 1
             return
-        x = xpu_of[r]
+        x = self.xpu_of[r]
         name = f"{x}/{label}"
-        w.add_node(name, type="compute", flops=ns * 1e-9 * rate(x), location=x, precision="fp32", mem_bytes=0.0,
-                   footprint=0.0, is_start=False, rank=r)  # fmt: skip
-        chains[r].append((name, True))
+        self.w.add_node(name, type="compute", flops=ns * 1e-9 * self._rate(x), location=x, precision="fp32",
+                        mem_bytes=0.0, footprint=0.0, is_start=False, rank=r)  # fmt: skip
+        self.chains[r].append((name, True))
 
-    def comm(r: int, label: str, kind: str, nbytes: int, phase: str, t: int, d: int, p: int) -> None:
+    def _comm(self, r: int, label: str, kind: str, nbytes: int, phase: str, t: int, d: int, p: int) -> None:
         if kind == "NONE" or nbytes <= 0:
             return
         if kind in IGNORED_TYPES:
-            skipped["BROADCAST comm"] += 1
+            self.skipped["BROADCAST comm"] += 1
             return
-        gid, members = group(kind, phase, t, d, p)
+        gid, members = self._group(kind, phase, t, d, p)
         if len(members) < 2:
-            skipped["collective over one rank"] += 1
+            self.skipped["collective over one rank"] += 1
             return
         name = f"{label}@{gid}"
-        if name not in w:
+        if name not in self.w:
             base = KINDS[kind.removesuffix("_DP_EP").removesuffix("_EP")]
-            algo = (algorithms or {}).get(base, ALGORITHMS[base][0])
-            w.add_node(name, type="comm", bytes=float(nbytes), kind=base, algorithm=algo,
-                       scope=[xpu_of[m] for m in members], is_start=False)  # fmt: skip
-        chains[r].append((name, True))
+            algo = (self.algorithms or {}).get(base, ALGORITHMS[base][0])
+            self.w.add_node(name, type="comm", bytes=float(nbytes), kind=base, algorithm=algo,
+                            scope=[self.xpu_of[m] for m in members], is_start=False)  # fmt: skip
+        self.chains[r].append((name, True))
 
-    def transfer(src: int, dst: int, label: str) -> None:
+    def _transfer(self, src: int, dst: int, label: str) -> None:
+        xpu_of = self.xpu_of
         name = f"{label}:{xpu_of[src]}->{xpu_of[dst]}"
-        w.add_node(name, type="comm", bytes=float(spec.pp_comm), kind="p2p", algorithm=ALGORITHMS["p2p"][0],
-                   scope=[xpu_of[src], xpu_of[dst]], is_start=False)  # fmt: skip
-        chains[src].append((name, True))
-        chains[dst].append((name, False))  # the receiver waits for it; it does not wait for the receiver
-
-    for m in range(spec.ga):
-        for p in range(pp):
-            for d in range(dp):
-                for t in range(tp):
-                    r = rank(t, d, p)
-                    if p > 0:
-                        transfer(rank(t, d, p - 1), r, f"mb{m}/act{p - 1}->{p}")
-                    for li in stage_layers[p]:
-                        layer = spec.layers[li]
-                        compute(r, f"mb{m}/L{li}:{layer.name}/fwd", layer.fwd_time)
-                        comm(r, f"mb{m}/L{li}:{layer.name}/fwd-comm", layer.fwd_comm, layer.fwd_bytes, "fwd", t, d, p)
-    for m in reversed(range(spec.ga)):
-        for p in reversed(range(pp)):
-            for d in range(dp):
-                for t in range(tp):
-                    r = rank(t, d, p)
-                    if p < pp - 1:
-                        transfer(rank(t, d, p + 1), r, f"mb{m}/grad{p + 1}->{p}")
-                    for li in reversed(stage_layers[p]):
-                        layer = spec.layers[li]
-                        label = f"mb{m}/L{li}:{layer.name}"
-                        compute(r, f"{label}/ig", layer.ig_time)
-                        comm(r, f"{label}/ig-comm", layer.ig_comm, layer.ig_bytes, "ig", t, d, p)
-                        compute(r, f"{label}/wg", layer.wg_time)
-                        if m == 0:  # the last micro-batch of the backward order: gradients are complete
-                            comm(r, f"L{li}:{layer.name}/wg-comm", layer.wg_comm, layer.wg_bytes, "wg", t, d, p)
-                            compute(r, f"L{li}:{layer.name}/update", layer.update_time)
-    _chain(w, chains)
-    w.graph["aicb_skipped"] = {k: v for k, v in skipped.items() if v}
-    if w.number_of_nodes() == 0:
-        raise HcsimError(f"AICB workload file '{path}' has nothing to run (every compute is 0 and every comm NONE)")
-    return w
+        self.w.add_node(name, type="comm", bytes=float(self.spec.pp_comm), kind="p2p",
+                        algorithm=ALGORITHMS["p2p"][0], scope=[xpu_of[src], xpu_of[dst]], is_start=False)  # fmt: skip
+        self.chains[src].append((name, True))
+        self.chains[dst].append((name, False))  # the receiver waits for it; it does not wait for the receiver
 
 
 def _chain(w: Workload, chains: dict[int, list[tuple[str, bool]]]) -> None:

@@ -1,26 +1,16 @@
 """ASTRA-sim analytical network YAML as an hcsim :class:`~hcsim.platform.topology.Topology`.
 
 The format (astra-sim/astra-network-analytical, ``NetworkParser``): four lists of equal
-length, one entry per dimension::
+length, one entry per dimension: ``topology`` (``Ring``, ``FullyConnected`` or ``Switch``),
+``npus_count``, ``bandwidth`` (GB/s per link and direction, GB = 2**30 bytes as ASTRA-sim
+reads it) and ``latency`` (ns per link). NPU ids run dimension 0 fastest; every line of
+NPUs along a dimension forms one building block.
 
-    topology: [ Ring, FullyConnected, Switch ]   # building block of each dimension
-    npus_count: [ 2, 8, 4 ]                      # NPUs per dimension (total: the product)
-    bandwidth: [ 200.0, 100.0, 50.0 ]            # GB/s per link and direction
-    latency: [ 50.0, 500.0, 2000.0 ]             # ns per link
+:func:`read_astra_network` parses a file; :func:`astra_network_topology` validates the
+parsed mapping and assembles the topology (NPUs as XPUs ``npuNN`` ranked by id).
 
-NPU ids run dimension 0 fastest (id = c0 + n0 (c1 + n1 c2 ...)). In each dimension every
-line of NPUs that differ only in that coordinate forms one building block:
-
-* ``Ring``: NPU i joined to i+1 (and the last to the first; one link for two NPUs);
-* ``FullyConnected``: a direct link between every pair;
-* ``Switch``: one switch, each NPU joined to it by a link (so NPU to NPU is 2 links, as
-  ASTRA-sim counts 2 hops for a switch).
-
-Bandwidth is read as ASTRA-sim reads it: GB = 2**30 bytes (``bw_GBps_to_Bpns``), so
-400 GB/s is 400 * 2**30 bytes/s. Links are full duplex (the bandwidth per direction).
-Routes are hcsim's (latency-weighted shortest paths, through XPUs where a Ring or
-FullyConnected dimension needs it), where ASTRA-sim routes dimension by dimension:
-identical for one dimension, possibly different hops for several.
+Invariant: links and latencies are ASTRA-sim's; routes are hcsim's (latency-weighted
+shortest paths), identical to ASTRA-sim's for one dimension. See docs/formats.md.
 """
 
 from __future__ import annotations

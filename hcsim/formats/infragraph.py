@@ -1,23 +1,16 @@
 """InfraGraph infrastructure files (YAML or JSON) as hcsim :class:`~hcsim.platform.topology.Topology` objects.
 
 InfraGraph (keysight/infragraph, the ``infragraph`` PyPI package, MIT) describes devices
-made of components (xpu, cpu, nic, switch, port, memory, custom), instances of those
-devices, and edges between component endpoints such as ``server.0.xpu.1``; its own
-service (``InfraGraphService.set_graph``) expands a file into a NetworkX graph with a
-``type`` per node and, per edge, the link's ``bandwidth`` ("100 Gbps", "400 GBps") and
-``latency`` ("5 ns") when the link declares them. hcsim uses that service, then maps:
+made of components, instances of them and edges between component endpoints; its own
+service (``InfraGraphService.set_graph``) expands a file into a NetworkX graph, which
+:func:`infragraph_topology` maps: ``xpu`` nodes to XPUs (a preset such as H100, ranked in
+the graph's order), ``memory`` to memory nodes, every other type to a switch, edges to
+full-duplex links with their ``bandwidth`` and ``latency`` (or ``link_bandwidth`` /
+``link_latency`` when a link declares none).
 
-* ``xpu`` nodes -> XPUs (``xpu``: a preset such as H100, or a Device), ranked in the
-  graph's order (instance by instance, as InfraGraph expands them);
-* ``memory`` nodes -> memory nodes (host DRAM, unbounded);
-* every other type (switch, nic, cpu, port, custom) -> a switch (a router in SimGrid):
-  hcsim models the fabric, not what a NIC or CPU computes;
-* edges -> full-duplex links. A link without a bandwidth or latency takes
-  ``link_bandwidth`` / ``link_latency`` when given; otherwise that is an error naming
-  the link. ``gigatransfers_per_second`` has no byte rate: an error too.
-
-Components with no edge (unused switch ports) and self-loops (a count-1 many2many edge)
-carry no traffic: they are left out and counted in ``graph["infragraph_dropped"]``.
+Invariant: a link without a byte rate or a latency is a one-line error naming it;
+components with no edge and self-loops carry no traffic, are left out and counted in
+``graph["infragraph_dropped"]``. See docs/formats.md.
 """
 
 from __future__ import annotations
@@ -26,6 +19,8 @@ import os
 import re
 import warnings
 from typing import Any
+
+import networkx as nx
 
 from hcsim.errors import HcsimError
 from hcsim.platform.devices import Device
@@ -154,6 +149,4 @@ def infragraph_topology(
 
 def nx_selfloops(graph: Any) -> int:
     """Self-loops of a NetworkX graph (a count-1 many2many edge expands to one)."""
-    import networkx as nx
-
     return nx.number_of_selfloops(graph)

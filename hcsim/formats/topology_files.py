@@ -4,6 +4,9 @@
   lists): :mod:`hcsim.formats.astra_network`;
 * InfraGraph infrastructure, YAML or JSON (``devices``/``instances``/``edges``):
   :mod:`hcsim.formats.infragraph`.
+
+Invariant: a file that is neither is a one-line error naming both formats' keys. See
+docs/formats.md.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import os
 
 from hcsim.errors import HcsimError
+from hcsim.formats.astra_network import read_astra_network
+from hcsim.formats.infragraph import read_infragraph
 from hcsim.platform.topology import Topology
 
 __all__ = ["FORMATS", "detect_format", "import_topology"]
@@ -54,11 +59,7 @@ def import_topology(
     if fmt == "astra-sim":
         if link_bandwidth is not None or link_latency is not None:
             raise HcsimError("--link-bandwidth/--link-latency apply to InfraGraph files (ASTRA-sim networks give both)")
-        from hcsim.formats.astra_network import read_astra_network
-
         return read_astra_network(path, xpu)
     if fmt == "infragraph":
-        from hcsim.formats.infragraph import read_infragraph
-
         return read_infragraph(path, xpu, link_bandwidth=link_bandwidth, link_latency=link_latency)
     raise HcsimError(f"format {fmt!r} is unknown (valid: {', '.join(FORMATS)})")

@@ -1,4 +1,12 @@
-"""Platform layer: topologies of XPUs, memory and switches, compiled to SimGrid."""
+"""Platform layer: topologies of XPUs, memory and switches, compiled to SimGrid.
+
+A :class:`Topology` (a NetworkX graph) is built by hand or by the builders (the paper's
+systems, ring topologies, stars, leaf-spines, fat trees), routed by :class:`Router` and
+compiled by :func:`compile_platform` to SimGrid XML whose lone transfers take exactly
+sum(latencies) + size / bottleneck bandwidth. This layer imports only the core modules.
+
+Guide: docs/platform.md.
+"""
 
 from hcsim.platform.builders import (
     TABLE5,

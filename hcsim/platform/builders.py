@@ -1,28 +1,20 @@
 """Ready-made topologies: the paper's two systems (Fig. 6) and the generic shapes.
 
-The paper's server (after the IEIT NF5468 "Balance" layout) has 8 XPUs, 2 CPUs joined
-by UPI, one PCIe switch per CPU with 4 XPUs, 4 PCIe links from each CPU to its PCIe
-switch, one XPU switch (NVSwitch-like) joining the 8 XPUs, and a NIC (on PCIe switch 0)
-to the rack's ToR; 16 servers per ToR (``servers_per_rack``), all ToRs to one core
-switch. Table 5 gives the link parameters (:data:`TABLE5`).
+* :func:`noncoherent_system` (Fig. 6a) and :func:`cxl_system` (Fig. 6b): servers of 8
+  XPUs (2 CPUs, a PCIe switch per CPU with 4 XPUs, an XPU switch, a NIC), 16 servers per
+  ToR (``servers_per_rack``), ToRs to one core switch, Table 5's links
+  (:data:`TABLE5`); host DRAM behind each CPU, and in the CXL system a CXL fabric
+  (a switch per server with a Type 3 expander per XPU, cascaded per rack and to a top
+  switch) that carries the inter-server XPU traffic;
+* :func:`single_server`, :func:`ring` (a ring topology), :func:`star`,
+  :func:`leaf_spine` and :func:`fat_tree`.
 
-* :func:`noncoherent_system` (Fig. 6a): expansion memory hangs off the CPUs only. Each
-  CPU has a host-DRAM node behind a 4-lane memory link, so the four XPUs of its PCIe
-  switch reach it without blocking (the paper's reason for the 4 PCIe links).
-* :func:`cxl_system` (Fig. 6b): the same, plus a CXL fabric. Each server has a CXL
-  switch joining its 8 XPUs, one CXL Type 3 expander per XPU and both CPUs; the servers'
-  CXL switches cascade into a per-rack CXL switch, and rack CXL switches into a top CXL
-  switch, so all XPUs are joined through CXL switches. Inter-server traffic uses the
-  CXL fabric: the server's CXL switch is its gateway (Ethernet stays in the topology,
-  as in the paper, but carries no XPU traffic).
+Names: ``r03s07.xpu5`` is XPU 5 of server 7 of rack 3, zones ``r03/s07`` inside ``r03``;
+XPUs carry a global, rack-major ``rank``. Every assumption the paper leaves open (host
+DRAM links, the NIC's attachment, CXL inter-switch links, memory capacities) is a
+parameter.
 
-Names: ``r03s07.xpu5`` is XPU 5 of server 7 of rack 3; XPUs carry a global ``rank``
-(rack-major). Zones are ``r03/s07`` (server) inside ``r03`` (rack).
-
-Assumptions the paper leaves open, made explicit here (all are parameters): host DRAM
-links (``host_memory_link``, default 4 x 128 GB/s, 100 ns), the NIC's PCIe attachment
-(a PCIe link), the CXL inter-switch links (same bandwidth/latency as ``cxl_bandwidth``
-/ ``cxl_latency``), capacity of expansion memories (infinite, as the paper allows).
+Guide: docs/platform.md, "The paper's systems".
 """
 
 from __future__ import annotations

@@ -1,51 +1,20 @@
 """Compile a :class:`~hcsim.platform.topology.Topology` to SimGrid platform XML (v4.1).
 
-What becomes what
------------------
-* XPUs and memory nodes become ``<host>``; an XPU's speed is its FLOPS at the chosen
-  precision (both rates and the device's memory are kept as host properties), a memory
-  node gets a nominal 1 flop/s (it stores, it does not compute).
-* Switches (and CPUs, which only forward here) become ``<router>``.
-* Links become ``SPLITDUPLEX`` links: PCIe, CXL, NVLink-like and Ethernet links are
-  full duplex, so a ring step where every XPU sends and receives at once must not halve
-  the bandwidth. A bundle of ``lanes`` identical links becomes one link of
-  ``lanes x bandwidth``: when every flow on the bundle is capped by its own endpoint
-  link (the paper's use: four PCIe links so four XPUs reach host memory without
-  blocking) the max-min shares are the same as with pinned parallel links.
-* The network model is SimGrid's ``raw`` (CM02 without correction factors, TCP gamma
-  or cross-traffic): a lone transfer takes exactly sum(latencies) + size / bottleneck
-  bandwidth (paper eq. 2). Concurrent flows share links by SimGrid's weighted max-min
-  (LMM): a flow's weight is 1 / (its path latency), as in the paper's CM02, so flows
-  of equal path latency share a link evenly and otherwise in inverse proportion to
-  their path latencies (TCP RTT-unfairness; SimGrid 4.1 applies it in every CM02-family
-  model). Written as ``<config>`` so that whoever loads the file gets the same semantics.
+:func:`compile_platform` turns XPUs and memory nodes into ``<host>`` (an XPU's speed is
+its FLOPS at the chosen precision, its attributes host properties the engine reads),
+switches and CPUs into ``<router>``, and links into ``SPLITDUPLEX`` links (a bundle of
+``lanes`` becomes one link of ``lanes x bandwidth``). Routes follow the topology's
+zones: a ``Full`` zone per server, one route per pair of child zones above it, between
+their gateways (:mod:`.routing` composes them the same way). The ``<config>`` carries
+SimGrid's ``raw`` network model (:data:`NETWORK_CONFIG`), under which a lone transfer
+takes exactly sum(latencies) + size / bottleneck bandwidth (paper eq. 2), plus the
+solver settings a topology needs for exact times.
 
-Routing representation (why it scales)
---------------------------------------
-The paper stores all-pairs Dijkstra routes. For the 4096-XPU CXL system that is
-~9,200 hosts, ~42M host pairs: a Full table of that size does not load in 2 GB.
-SimGrid's own Dijkstra/Floyd zones would be small but weigh links by hop count, not
-latency. So the compiler follows the topology's zones (see :mod:`.routing`):
+Invariants: the same topology gives byte-identical XML; the file is written to a
+temporary name and renamed, so a failure never leaves a half-written platform.
 
-* a zone without sub-zones (a server) is a ``Full`` zone holding its hosts, routers
-  and the latency-weighted routes among its hosts and its gateway (171 routes for a
-  paper server);
-* a zone with sub-zones (a rack, the root) holds one route per pair of child zones,
-  between their gateways (SimGrid composes the rest recursively, exactly as
-  :class:`.routing.Router` does in Python); its own switches go into a child zone
-  ``<zone>/.switches`` because SimGrid joins zones only to zones. Between two zones
-  whose gateways are their direct members (servers) this is a ``zoneRoute``; higher up
-  (racks, whose gateway sits in their ``.switches`` zone) it is a pair of
-  ``bypassZoneRoute``: SimGrid 4.1 resolves a zoneRoute's gateway legs by asking the
-  gateway's zone for a zone-to-router route, which its checks forbid declaring, while
-  a bypass route's legs are resolved recursively;
-* a topology without zones is one flat ``Full`` zone with all host-pair routes, as in
-  the paper; fine up to about a thousand hosts.
-
-The 4096-XPU CXL system compiles to ~87k routes and ~21k links (see
-``experiments/bench_platform.py`` for times and memory). Output is deterministic:
-the same topology gives byte-identical XML. The file is written to a temporary name
-and renamed at the end, so a failure never leaves a half-written platform behind.
+Why each choice (duplex links, lanes, the sharing weights, zones, SimGrid's gateway
+rules): docs/platform.md, "How a topology compiles", "Routing" and "Network model".
 """
 
 from __future__ import annotations
@@ -81,7 +50,14 @@ XPU_PROPERTIES = (
     "host_memory",
     "cxl_memory",
     "zone",  # server / rack zone: what collective algorithms see of the topology (hcsim.collectives.view)
+    # optional peaks of devices that have them (H100-SXM, A100-SXM): written only when set, so platforms of
+    # the other presets stay byte-identical
+    "bf16_flops",
+    "tf32_flops",
+    "fp8_flops",
 )
+PRECISIONS = ("fp16", "fp32", "bf16", "tf32", "fp8")
+"""Precisions whose rate may become the XPUs' host speed (bf16, tf32, fp8 only where every XPU has it)."""
 SWITCH_ZONE = ".switches"
 MAX_ZONE_HOSTS = 2048
 """Most hosts in one zone without sub-zones. Such a zone holds a route for every pair of its
@@ -194,8 +170,16 @@ def _coherence(topology: Topology) -> bool | None:
 
 class _Writer:
     def __init__(self, topology: Topology, precision: str, xf: Any) -> None:
+        if precision not in PRECISIONS:
+            raise HcsimError(f"precision {precision!r} is unknown (valid: {', '.join(PRECISIONS)})")
         if precision not in ("fp16", "fp32"):
-            raise HcsimError(f"precision {precision!r} is unknown (valid: fp16, fp32)")
+            for x in topology.xpus():
+                if f"{precision}_flops" not in topology.nodes[x]:
+                    data = topology.nodes[x]
+                    have = ", ".join(p for p in PRECISIONS if f"{p}_flops" in data)
+                    raise HcsimError(
+                        f"XPU '{x}' (device '{data.get('device')}') has no {precision} rate (valid: {have})"
+                    )
         self.topo = topology
         self.precision = precision
         self.xf = xf
@@ -329,7 +313,8 @@ def compile_platform(
 ) -> CompileStats:
     """Write ``topology`` as SimGrid platform XML to ``path``; return what was written.
 
-    ``precision`` ("fp32" or "fp16") picks the rate that becomes each XPU's host speed;
+    ``precision`` ("fp32", "fp16"; "bf16", "tf32" or "fp8" where every XPU has that rate)
+    picks the rate that becomes each XPU's host speed;
     ``config`` adds or overrides SimGrid ``<config>`` properties. The file is written
     to a temporary name and renamed, so a reader never sees half of it::
 

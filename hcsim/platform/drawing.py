@@ -14,10 +14,9 @@ also get every node's name, and every link its bandwidth.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from hcsim.platform.topology import Topology
+import networkx as nx  # a Topology is typed as its base: topology.py imports this module
 
 _LAYER = {
     ("switch", "core"): 0,
@@ -47,7 +46,7 @@ def _si(value: float, unit: str) -> str:
     return f"{value * 1e9:.3g} n{unit}"
 
 
-def link_classes(topology: Topology) -> dict[tuple[str, float, float], list[tuple[str, str]]]:
+def link_classes(topology: nx.Graph) -> dict[tuple[str, float, float], list[tuple[str, str]]]:
     """Links grouped by (kind, bandwidth x lanes, latency), in a stable order (most links first)."""
     groups: dict[tuple[str, float, float], list[tuple[str, str]]] = {}
     for u, v, d in topology.edges(data=True):
@@ -75,7 +74,7 @@ def _layer(data: dict) -> float:
     return _LAYER.get((kind, None), 3)
 
 
-def layered_positions(topology: Topology) -> dict[str, tuple[float, float]]:
+def layered_positions(topology: nx.Graph) -> dict[str, tuple[float, float]]:
     """x in [0, 1] within each layer, y = -layer."""
     layers: dict[float, list[str]] = {}
     for n, data in topology.nodes(data=True):
@@ -90,7 +89,7 @@ def layered_positions(topology: Topology) -> dict[str, tuple[float, float]]:
 
 
 def draw_topology(
-    topology: Topology, path: str | os.PathLike[str] | None = None, ax: Any = None, title: str | None = None
+    topology: nx.Graph, path: str | os.PathLike[str] | None = None, ax: Any = None, title: str | None = None
 ) -> Any:
     """Draw ``topology``; save a PNG to ``path`` when given. Returns the matplotlib Axes."""
     import matplotlib
@@ -98,7 +97,6 @@ def draw_topology(
     if ax is None and path is not None:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import networkx as nx
 
     created = ax is None
     if created:

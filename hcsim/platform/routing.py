@@ -1,27 +1,18 @@
 """Routes: latency-weighted shortest paths, composed through the zone hierarchy.
 
-Why not let SimGrid route? SimGrid's own Dijkstra and Floyd zones weigh every link as
-one hop (``cost = link_list.size()``), so on the paper's server an XPU-switch path and
-a CXL path of two links each tie, and SimGrid would pick by internal order. HCSim's
-rule is latency-weighted Dijkstra, so we compute routes here with NetworkX and write
-them into the platform.
+:class:`Router` computes the route of every host pair with NetworkX, by one rule that
+the compiler, the tests and the engine share: weight = latency; ties go to fewer links,
+then to the smaller sum of 1/bandwidth, then to the first path in a graph built in
+sorted node order. Hosts are never transit unless ``graph["host_transit"]`` is set (ring
+topologies, tori); a pinned route (:meth:`Topology.set_route`) replaces the computed
+one. With zones, a route is composed as SimGrid resolves it (inside a zone, then
+between the gateways of sibling zones), which equals the global shortest path whenever
+inter-zone traffic must pass through the gateways, as in the paper's systems.
 
-Rules, identical for every caller (the compiler, the tests, the engine):
+Invariant: the route SimGrid takes is the route :meth:`Router.path` returns, link by
+link (tested on both paper systems).
 
-* weight = latency; among equal-latency paths the one with fewer links wins, then the
-  one with the smallest sum of 1/bandwidth (faster links), then the first in a graph
-  built in sorted node order (so the result does not depend on the order nodes were
-  added). Without the bandwidth rule, a 100 ns CXL path ties the XPU-switch path inside
-  a server and wins by name, at 128 instead of 900 GB/s;
-* hosts (XPUs, memory nodes) are endpoints, never transit, unless the topology sets
-  ``graph["host_transit"] = True`` (direct-connect rings and tori);
-* a pinned route (:meth:`Topology.set_route`) replaces the computed one;
-* with zones, a route is composed as SimGrid resolves it: inside a zone without
-  sub-zones, the shortest path among that zone's own nodes; between sibling zones, the
-  shortest path between their gateways over the parent zone's own nodes and the
-  children's gateways. This equals the global shortest path whenever inter-zone
-  traffic must pass through the gateways, as in the paper's systems, where the
-  gateway is the server's uplink (its NIC, or its CXL switch in the coherent system).
+Why hcsim routes instead of SimGrid, and the tie rules: docs/platform.md, "Routing".
 """
 
 from __future__ import annotations

@@ -1,28 +1,18 @@
 """Platforms written by others: what hcsim needs from a SimGrid file, and what it assumes without it.
 
-hcsim's compiler writes everything the engine reads (see :mod:`hcsim.platform.compiler`):
-``kind=xpu`` on the hosts that compute, their ``memory`` and FLOPS properties, the
-``raw`` network model in ``<config>`` and, for the paper's systems, a ``coherent``
-property on the root zone. A SimGrid platform written by someone else (SimGrid's own
-``examples/platforms``, a Grid'5000 description) has none of these, and each gap used to
-be filled silently. This module makes each choice explicit and sayable:
+hcsim's compiler writes everything the engine reads (``kind=xpu`` on the hosts that
+compute, their memory and FLOPS properties, the ``raw`` network model, a ``coherent``
+root-zone property); a SimGrid platform written by someone else (SimGrid's own
+``examples/platforms``, a Grid'5000 description) usually has none of it. This module
+makes each choice explicit and sayable: which hosts are XPUs (``--xpus-from``), the
+network model in force (``--network-model``), the memory semantics (``coherent``) and
+unlimited local memory for an XPU without a ``memory`` property (:func:`notes`).
 
-* **which hosts are XPUs** (``--xpus-from``): ``property`` takes the hosts whose
-  ``kind`` property is ``xpu``; ``all-hosts`` takes every host (in SimGrid's name order);
-  ``auto`` (the default) is ``property`` when at least one host carries ``kind=xpu`` and
-  ``all-hosts`` otherwise;
-* **the network model** (``--network-model``): ``file`` keeps the model the file's
-  ``<config>`` names, or SimGrid's own default (LV08, with its correction factors) when
-  it names none; ``raw`` forces SimGrid's ``raw`` model, under which a lone transfer takes
-  exactly sum(latency) + size / bandwidth (SimGrid lets the command line override a
-  file's ``<config>``);
-* **memory semantics**: a root-zone property ``coherent`` (``true``/``false``) gives the
-  default; without it a run is non-coherent unless ``--coherent`` is given;
-* **memory capacity**: an XPU without a ``memory`` property is taken to have unlimited
-  local memory (all its data local), which :func:`notes` says.
+Invariant: nothing is assumed silently; every gap filled is said in one line.
+The facts in the file (:func:`read_declared`) are read with lxml, without SimGrid; what
+SimGrid builds is counted by :mod:`hcsim.platform.probe`.
 
-The facts in the file (:func:`read_declared`) are read with lxml without SimGrid; the
-hosts and links SimGrid builds are counted by :mod:`hcsim.platform.probe`.
+Guide: docs/platform.md, "Platforms written by others".
 """
 
 from __future__ import annotations
@@ -49,7 +39,7 @@ __all__ = [
 ]
 
 XPUS_FROM = ("auto", "property", "all-hosts")
-"""How ``hcsim run --platform`` picks the XPUs of a platform file (see the module docstring)."""
+"""How ``hcsim run --platform`` picks the XPUs of a platform file (docs/platform.md, "Platforms written by others")."""
 
 NETWORK_MODELS = ("file", "raw")
 """``file``: the model the platform file names (or SimGrid's default); ``raw``: force SimGrid's raw model."""

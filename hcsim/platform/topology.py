@@ -2,36 +2,22 @@
 
 A :class:`Topology` *is* a :class:`networkx.Graph`, so every NetworkX algorithm, view
 and drawing function works on it directly. What it adds is a vocabulary (paper Table 2)
-and checks:
+and checks: nodes of kind ``xpu`` (device, FLOPS, local memory and its bandwidth,
+``rank``), ``memory`` (capacity, kind) and ``switch`` (kind); links with ``bandwidth``
+(per lane), ``latency``, ``link_kind`` and ``lanes``, full duplex; an optional ``zone``
+per node (``"r03/s07"``) that the compiler turns into nested SimGrid zones, each but the
+root with a gateway (:meth:`Topology.set_gateway`). Attributes are in SI units.
 
-========  ==========================================================================
-node      attributes (SI units: flop/s, bytes, bytes/s, seconds)
-========  ==========================================================================
-xpu       ``device``, ``fp16_flops``, ``fp32_flops``, ``memory`` (local HBM capacity),
-          ``memory_bandwidth``; optional ``rank`` (position among the XPUs),
-          ``host_memory`` / ``cxl_memory`` (the memory node that holds its data when
-          local memory is full, in a non-coherent / coherent run)
-memory    ``capacity`` (may be ``inf``), ``memory_kind`` (host_dram, cxl_type3, hbm)
-switch    ``switch_kind`` (pcie, xpu, cxl, nic, tor, core, cpu, generic)
-========  ==========================================================================
+Invariant: the ``add_*`` methods accept human units (``"128GBps"``, ``"200ns"``,
+``"80GiB"``; :mod:`hcsim.units`) and refuse duplicates; :meth:`Topology.validate`
+re-checks a graph built or edited by other means (plain NetworkX calls, a GraphML
+file).
 
-Every node may carry a ``zone``: a "/"-separated path such as ``"r03/s07"`` (rack 3,
-server 7) that the compiler turns into nested SimGrid zones (see
-:mod:`hcsim.platform.compiler`). Each zone but the root names a gateway with
-:meth:`Topology.set_gateway`.
-
-Links carry ``bandwidth`` (per lane), ``latency``, ``link_kind`` and ``lanes`` (a
-bundle of identical parallel links, e.g. the paper's four PCIe links from a CPU to its
-PCIe switch). Links are full duplex: each direction has the full bandwidth.
-
-The ``add_*`` methods accept human units (``"128GBps"``, ``"200ns"``, ``"80GiB"``; see
-:mod:`hcsim.units`) and refuse duplicates; :meth:`Topology.validate` re-checks a graph
-built or edited by other means (plain NetworkX calls, a GraphML file).
+Guide: docs/platform.md, "Model" (every attribute) and "Limits".
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterator
@@ -41,7 +27,8 @@ from typing import Any
 import networkx as nx
 
 from hcsim.errors import HcsimError
-from hcsim.platform.devices import Device, device
+from hcsim.platform.devices import OPTIONAL_RATES, Device, device
+from hcsim.platform.drawing import draw_topology
 from hcsim.units import parse_bandwidth, parse_bytes, parse_flops, parse_time
 
 __all__ = [
@@ -145,6 +132,10 @@ class Topology(nx.Graph):
                 else:
                     spec[key] = getattr(base, key)
         attrs.setdefault("device", base.name if base is not None else "custom")
+        if base is not None:  # a preset's optional peaks (bf16, tf32, fp8): only those it has
+            for key in OPTIONAL_RATES:
+                if getattr(base, key) is not None:
+                    attrs.setdefault(key, getattr(base, key))
         self.add_node(name, kind="xpu", zone=zone, **spec, **attrs)
         self._check_node(name, self._node[name])
 
@@ -232,8 +223,8 @@ class Topology(nx.Graph):
     def xpus(self) -> list[str]:
         """XPU names, ordered by ``rank`` where given (the order collectives use)."""
         xs = self.nodes_of("xpu")
-        nodes = self._node  # NetworkX's node dict: its NodeView costs 2 us a lookup
-        # ties in rank keep insertion order: the position is in the key (not xs.index(n), O(N^2): 0.1 s at 4096 XPUs)
+        nodes = self._node  # NetworkX's node dict: a lookup costs less than through its NodeView
+        # ties in rank keep insertion order: the position is in the key (not xs.index(n), which is O(N^2))
         order = sorted(range(len(xs)), key=lambda i: (nodes[xs[i]].get("rank", math.inf), i))
         return [xs[i] for i in order]
 
@@ -372,144 +363,6 @@ class Topology(nx.Graph):
         for u, v in sorted(tuple(sorted(e)) for e in self.edges):
             yield u, v, self.edges[u, v]
 
-    # ------------------------------------------------------------------ interchange
-    def write_graphml(self, path: str | os.PathLike[str]) -> None:
-        """Save as GraphML (editable in yEd, Gephi, Cytoscape); gateways and routes as JSON."""
-        g = nx.Graph(self)
-        g.graph = {k: v for k, v in self.graph.items() if k not in ("gateways", "routes")}
-        g.graph["gateways_json"] = json.dumps(self.gateways(), sort_keys=True)
-        g.graph["routes_json"] = json.dumps([[s, d, p] for (s, d), p in sorted(self.routes().items())])
-        from hcsim.files import atomic_path
-
-        with atomic_path(path, ".graphml") as tmp:
-            nx.write_graphml(g, tmp)
-
-    @classmethod
-    def read_graphml(cls, path: str | os.PathLike[str]) -> Topology:
-        """Load a topology written by :meth:`write_graphml` (or by hand, with the same attributes).
-
-        Rates, sizes and times may be numbers in SI units or strings with units
-        (``"128GBps"``, ``"200ns"``, ``"80GiB"``, ``"67TFLOPS"``), as the ``add_*`` methods take them.
-        """
-        path = _check_graphml_unique(path)
-        try:
-            g = nx.read_graphml(path)
-        except Exception as exc:  # noqa: BLE001 - any parse failure is bad input
-            raise HcsimError(f"GraphML file '{path}' cannot be read: {str(exc).splitlines()[0]}") from None
-        from hcsim.formats.graphml_names import check_gateways_named, restore_names
-
-        g = restore_names(g, path)  # nodes renamed n0, n1, ... by igraph, names kept in an attribute
-        topo = cls()
-        topo.graph.update({k: v for k, v in g.graph.items() if not k.endswith("_json")})
-        for name, data in g.nodes(data=True):
-            topo.add_node(name, **_with_units(data, _NODE_UNITS, f"node '{name}'"))
-        for u, v, data in g.edges(data=True):
-            data = dict(data)
-            data.pop("id", None)
-            topo.add_edge(u, v, **_with_units(data, _LINK_UNITS, f"link '{u}'--'{v}'"))
-        for _, data in topo.nodes(data=True):
-            data.setdefault("zone", "")
-        topo.graph["gateways"] = _graph_json(g, path, "gateways_json", "{}", _gateways_shape)
-        routes = _graph_json(g, path, "routes_json", "[]", _routes_shape)
-        topo.graph["routes"] = {(s, d): p for s, d, p in routes}
-        check_gateways_named(topo, topo.gateways(), path)
-        return topo.validate()
-
     def draw(self, path: str | os.PathLike[str] | None = None, ax: Any = None, title: str | None = None) -> Any:
         """Draw in layers (core, ToRs, servers' switches, XPUs, memory); save to ``path`` if given."""
-        from hcsim.platform.drawing import draw_topology
-
         return draw_topology(self, path=path, ax=ax, title=title)
-
-
-def _integer(value: object) -> object:
-    """``value`` as an int if it is one (GraphML may store it as a double or a string), else unchanged."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value)
-    return value
-
-
-_NODE_UNITS = {
-    "fp16_flops": parse_flops,
-    "fp32_flops": parse_flops,
-    "memory": parse_bytes,
-    "capacity": parse_bytes,
-    "memory_bandwidth": parse_bandwidth,
-    "rank": _integer,
-}
-_LINK_UNITS = {"bandwidth": parse_bandwidth, "latency": parse_time, "lanes": _integer}
-
-
-def _with_units(data: dict[str, Any], units: dict[str, Any], what: str) -> dict[str, Any]:
-    """GraphML attributes with unit strings parsed (``"128GBps"`` -> 128e9) and integers made ints."""
-    out = dict(data)
-    for key, parse in units.items():
-        if isinstance(out.get(key), str) and parse is not _integer:
-            out[key] = parse(out[key], f"{what} {key}")
-        elif key in out and parse is _integer:
-            out[key] = _integer(out[key])
-    return out
-
-
-def _gateways_shape(value: object) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-
-
-def _routes_shape(value: object) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(r, list)
-        and len(r) == 3
-        and isinstance(r[0], str)
-        and isinstance(r[1], str)
-        and isinstance(r[2], list)
-        and all(isinstance(n, str) for n in r[2])
-        for r in value
-    )
-
-
-def _graph_json(g: nx.Graph, path: str, key: str, default: str, shape: Any) -> Any:
-    """The JSON a graph attribute holds (gateways, pinned routes), checked for its shape."""
-    valid = {
-        "gateways_json": 'a JSON object {"zone": "gateway node", ...}',
-        "routes_json": 'a JSON list [["src", "dst", ["src", ..., "dst"]], ...]',
-    }[key]
-    try:
-        value = json.loads(str(g.graph.get(key, default)))
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise HcsimError(f"GraphML file '{path}': {key} is not valid JSON: {exc} (valid: {valid})") from None
-    if not shape(value):
-        raise HcsimError(f"GraphML file '{path}': {key} has the wrong shape (valid: {valid})")
-    return value
-
-
-def _check_graphml_unique(path: str | os.PathLike[str]) -> str:
-    """NetworkX merges repeated node ids and edges silently; a topology must not. Returns the path."""
-    from lxml import etree
-
-    from hcsim.files import check_input_file
-
-    path = check_input_file(path, "GraphML file", "a GraphML file, e.g. from 'platform build --save-graphml'")
-    nodes: set[str] = set()
-    links: set[frozenset[str]] = set()
-    try:
-        # entities are not expanded: a GraphML topology has no use for them (billion laughs, XXE)
-        for _, el in etree.iterparse(path, events=("end",), no_network=True, resolve_entities=False):
-            tag = el.tag.rpartition("}")[2]
-            if tag == "node":
-                name = el.get("id")
-                if name in nodes:
-                    raise HcsimError(f"node '{name}' is a duplicate in '{path}' (node names must be unique)")
-                nodes.add(name)
-            elif tag == "edge":
-                pair = frozenset((el.get("source"), el.get("target")))
-                if pair in links:
-                    a, b = sorted(pair) if len(pair) == 2 else (el.get("source"),) * 2
-                    raise HcsimError(f"link '{a}'--'{b}' is a duplicate in '{path}' (use lanes for parallel links)")
-                links.add(pair)
-            if tag in ("node", "edge"):
-                el.clear()
-    except etree.XMLSyntaxError as exc:
-        raise HcsimError(f"GraphML file '{path}' cannot be read: {exc}") from None
-    return path

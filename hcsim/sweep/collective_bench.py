@@ -1,28 +1,21 @@
 """nccl-tests-style measurement of collectives: time, algorithm bandwidth and bus bandwidth.
 
 The definitions are nccl-tests' (``doc/PERFORMANCE.md`` of NVIDIA/nccl-tests): for a
-collective of size S over n ranks taking t seconds,
-
-* ``algbw = S / t`` (GB/s = 1e9 bytes/s, as nccl-tests prints);
-* ``busbw = algbw x factor``, the factor of the kind: allreduce 2(n-1)/n;
-  reduce_scatter, allgather and alltoall (n-1)/n; broadcast and reduce 1.
-
-What S is, per kind (nccl-tests' ``size`` column, and the ``bytes`` of an hcsim
-communication vertex; see :mod:`hcsim.collectives.plans`):
-
-* allreduce: each rank's buffer (input = output = S bytes);
-* reduce_scatter: each rank's *input* (the whole array; each rank ends with S/n);
-* allgather: each rank's *output* (the whole gathered array; each rank starts with S/n);
-* alltoall: each rank's send buffer (S/n to every rank);
-* broadcast, reduce: the root's buffer.
+collective of size S over n ranks taking t seconds, ``algbw = S / t`` (GB/s = 1e9
+bytes/s) and ``busbw = algbw x factor``, the factor of the kind: allreduce 2(n-1)/n;
+reduce_scatter, allgather and alltoall (n-1)/n; broadcast and reduce 1. S is nccl-tests'
+``size`` and the ``bytes`` of an hcsim communication vertex: an allreduce's buffer, a
+reduce-scatter's input, an allgather's output, an all-to-all's send buffer, the root's
+buffer of a broadcast or reduce.
 
 Each (algorithm, size) is one SimGrid simulation of ``iterations`` back-to-back
-collectives on a platform compiled once; the time is the mean per collective (like
-nccl-tests' average over its iterations). :func:`measure` takes no shortcut;
-:func:`measure_fast` takes the fast paths over all XPUs of a topology: rings folded and
-memoized step by step, the other algorithms memoized round by round
-(:func:`hcsim.engine.simulate_system`, within 1% of exact: ``tests/fast/test_fast.py``,
+collectives on a platform compiled once; the time is the mean per collective.
+:func:`measure` takes no shortcut; :func:`measure_fast` takes the fast paths over all
+XPUs of a topology (ring algorithms folded and memoized step by step, the others
+memoized round by round; within 1% of exact: ``tests/fast/test_fast.py``,
 ``tests/fast/test_memoize_collectives.py``).
+
+Guide: docs/collectives.md, "Timing them: hcsim collective".
 """
 
 from __future__ import annotations
@@ -150,7 +143,7 @@ def measure(
 def has_fast_path(topology: Any, kind: str, name: str, ranks: int) -> bool:
     """Whether :func:`measure_fast` applies: the collective over every XPU of ``topology``.
 
-    Ring algorithms are folded (where the fold holds: :func:`hcsim.engine.simulate_system`
+    Ring algorithms are folded (where the fold holds: :func:`hcsim.fast.simulate_system`
     runs every XPU and warns where it does not) and memoized step by step; every other
     algorithm is memoized round by round on the whole system (:mod:`hcsim.fast.rounds`).
     """

@@ -115,7 +115,7 @@ def collective(
     ``system``: cxl, noncoherent, ring, star, or fattree (the smallest k-ary fat tree
     with at least ``xpus`` XPUs; the collective runs over its first ``xpus``). Exact by
     default, on a platform compiled once per process; ``fast`` folds and memoizes the
-    ring algorithms on the paper systems (:func:`hcsim.engine.simulate_system`, within 1%
+    ring algorithms on the paper systems (:func:`hcsim.fast.simulate_system`, within 1%
     of exact; the fold needs their server zones), and is ignored elsewhere (exact).
     """
     from hcsim.fast import is_coherent
@@ -304,7 +304,7 @@ def parallel_training(
     """
     import warnings
 
-    from hcsim.analysis.breakdown import breakdown
+    from hcsim.analysis.breakdown import breakdown, remote_operators
     from hcsim.engine.report import summarize
     from hcsim.fast import simulate_system
     from hcsim.fast.system import FoldRefused
@@ -340,7 +340,6 @@ def parallel_training(
         grid = RankGrid(lay, ranks)
         weight = {}
     where = breakdown(r, graph, [grid.xpu(0, p, 0) for p in range(lay.pp)], iterations - 1)
-    remote = sum(weight.get(graph.nodes[v]["location"], 1) for v, memory in r.placement.items() if memory is not None)
     return {
         "layout": str(lay),
         "microbatches": graph.graph["microbatches"],
@@ -349,7 +348,7 @@ def parallel_training(
         "tokens_per_s": graph.graph["tokens_per_iteration"] / s["steady_iteration_s"],
         **where,
         "memory_stall_s": s["per_xpu_per_iteration_s"]["memory_stall"],
-        "remote_operators": remote,
+        "remote_operators": remote_operators(r, graph, weight),
         "vertices": graph.number_of_nodes(),
         "activities": r.activities,
         "folded": r.fold is not None,

@@ -36,7 +36,6 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_output_path
-from hcsim.flags import DeprecatedAlias
 from hcsim.outputs import json_line
 from hcsim.progress import progress_bar
 from hcsim.simgrid_runtime import die_with_parent
@@ -409,21 +408,3 @@ def run_sweep(
         bar.close()
         results.close()
     return SweepReport(path, len(points), len(points) - len(todo), ok, failed, time.perf_counter() - t0)
-
-
-def add_sweep_arguments(parser: Any) -> None:
-    """The flags every experiment script shares, so any of them scales out unchanged."""
-    parser.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
-    parser.add_argument("--scheduler", help="Dask scheduler address (default: a local cluster)")
-    parser.add_argument(
-        "-j", "--workers", type=int, help="parallel processes: points at once, or local Dask workers (default: CPUs)"
-    )
-    parser.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
-
-
-def sweep_from_arguments(spec: SweepSpec, args: Any, out: str) -> list[dict[str, Any]]:
-    """Run ``spec`` with the shared flags; return the latest ok row of every point of the spec."""
-    run_sweep(spec, out=out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
-    wanted = {p.id for p in spec.expand()}
-    latest = {r["id"]: r for r in read_results(out) if r.get("status") == "ok" and r["id"] in wanted}
-    return [latest[p.id] for p in spec.expand() if p.id in latest]

@@ -53,6 +53,8 @@ class Point:
 
 @dataclass
 class SweepSpec:
+    """A sweep: an importable ``function``, a ``grid`` (every combination), ``fixed`` parameters, extra ``points``."""
+
     function: str
     grid: dict[str, list[Any]] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)

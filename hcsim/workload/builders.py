@@ -10,8 +10,10 @@ forward pass of that layer waits for::
     w = data_parallel(["xpu0", "xpu1"], layers, algorithm="ring")
 
 Per rank and iteration: FP_1 .. FP_L, then BP_L .. BP_1; AR_l (allreduce of layer l's
-gradients) follows BP_l on every rank; FP_l of the next iteration needs AR_l
-(a ``skip_first_iteration`` edge), which closes the training cycle.
+gradients) follows BP_l on every rank; FP_l of the next iteration needs AR_l (a
+``skip_first_iteration`` edge), which closes the training cycle.
+
+Guide: docs/workloads-and-engine.md, "Workloads".
 """
 
 from __future__ import annotations

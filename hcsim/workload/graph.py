@@ -1,23 +1,20 @@
 """The workload graph (paper Table 3): a directed graph of operators that may cycle.
 
-A :class:`Workload` *is* a :class:`networkx.DiGraph`. Vertices are
+A :class:`Workload` *is* a :class:`networkx.DiGraph`. Vertices are **compute**
+(``flops``, ``precision``, ``mem_bytes``, ``footprint``, ``data``: the data block it
+works on, ``location``: an XPU, ``is_start``) or **comm** (``bytes``, ``kind``: p2p,
+allreduce, reduce_scatter, allgather, broadcast, reduce or alltoall, ``algorithm``: see
+:data:`ALGORITHMS`, ``scope``: the ranks, ``is_start``).
 
-* **compute**: ``flops``, ``precision`` ("fp16"/"fp32"), ``mem_bytes`` (bytes the
-  operator reads and writes), ``footprint`` (bytes it keeps resident; defaults to
-  ``mem_bytes``; decides what fits in local memory), ``data`` (the data block it works
-  on, default its name: vertices on one block share its placement), ``location`` (an
-  XPU), ``is_start``;
-* **comm**: ``bytes``, ``kind`` (p2p, allreduce, reduce_scatter, allgather, broadcast,
-  reduce, alltoall), ``algorithm`` (see :data:`ALGORITHMS`), ``scope`` (``[src, dst]``
-  for p2p, the ordered rank list otherwise; ranks are XPU names), ``is_start``.
+Invariant: an edge u -> v means v's k-th execution needs u's k-th; an edge with
+``skip_first_iteration=True`` is loop-carried (v's k-th needs u's (k-1)-th, and the first
+execution ignores it), which is how the backward pass of step k feeds the forward pass of
+step k+1. Start vertices enter the execution container at time 0.
 
-An edge u -> v means v's k-th execution needs u's k-th. An edge with
-``skip_first_iteration=True`` is loop-carried: v's k-th execution needs u's (k-1)-th,
-and the first execution ignores it (the backward pass of step k feeds the forward
-pass of step k+1). Start vertices enter the execution container at time 0.
+Graphs save to and load from JSON (NetworkX node-link format); Chakra execution traces
+and AICB files are read and written by functions of :mod:`hcsim.formats`.
 
-Graphs save to and load from JSON (NetworkX node-link format), and to and from Chakra
-execution traces (:meth:`Workload.to_chakra`, :mod:`hcsim.formats.chakra`).
+Guide: docs/workloads-and-engine.md, "Workloads" and "Limits".
 """
 
 from __future__ import annotations
@@ -188,6 +185,8 @@ class Workload(nx.DiGraph):
         if kind == "compute":  # validate() memoizes this branch on what it reads: keep its key in step
             _nonneg(d.get("flops"), f"compute vertex '{name}': flops")
             _nonneg(d.get("mem_bytes", 0.0), f"compute vertex '{name}': mem_bytes", MAX_BYTES)
+            if "seconds" in d:
+                _nonneg(d["seconds"], f"compute vertex '{name}': seconds")
             _nonneg(d.get("footprint", 0.0), f"compute vertex '{name}': footprint", MAX_BYTES)
             _flag(d, "is_start", f"compute vertex '{name}'")
             if d.get("precision") not in PRECISIONS:
@@ -244,7 +243,7 @@ class Workload(nx.DiGraph):
         passed: set[tuple] = set()  # compute vertices already checked, by the identity of what the check reads
         for name, d in nodes.items():
             if d.get("type") == "compute":
-                # A compute vertex's check reads these five values and whether its location is a string; every
+                # A compute vertex's check reads these six values and whether its location is a string; every
                 # rank's copy of a layer holds the very same value objects (38k vertices, 1.2k distinct at 1024
                 # XPUs), so one check covers them all. Keys are object ids: all alive (in the graph) meanwhile.
                 key = (
@@ -253,6 +252,7 @@ class Workload(nx.DiGraph):
                     id(d.get("footprint", 0.0)),
                     id(d.get("is_start", False)),
                     id(d.get("precision")),
+                    id(d.get("seconds")),
                     isinstance(d.get("location"), str),
                 )
                 if key not in passed:
@@ -293,12 +293,6 @@ class Workload(nx.DiGraph):
         from hcsim.outputs import write_json
 
         write_json(path, nx.node_link_data(self, edges="edges"))
-
-    def to_chakra(self, directory: str | os.PathLike[str], name: str | None = None) -> list[str]:
-        """Write per-rank Chakra ET files ``DIRECTORY/NAME.RANK.et``; see :func:`hcsim.formats.chakra.write_chakra`."""
-        from hcsim.formats.chakra import write_chakra
-
-        return write_chakra(self, directory, name)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Workload:

@@ -1,35 +1,17 @@
 """LLaMA2-13B data-parallel training, as the HCSim paper models it (Table 4).
 
-Per decoder layer and per sample (b = per-XPU batch, seq 4096, hidden 5120, FP32),
-forward and backward FLOPs (GFLOP) and memory traffic (GB), transcribed as printed
-("~0" is 0). The table's MLP is two linears of 4h (780b GFLOP each); the paper keeps it.
+:func:`llama2_13b` builds the data-parallel workload of the paper's Table 4 on any
+ranks: per decoder layer and sample, forward and backward FLOPs and memory traffic as
+printed (GFLOP read as 1e9 FLOP, so the workload is the paper's own), gradient bytes
+from LLaMA2-13B's real parameter counts (317,204,480 per decoder, FP32), and a memory
+footprint per decoder (16 bytes per parameter plus the kept activations) that decides
+which decoders stay in an XPU's memory and which live in remote memory.
 
-Gradient bytes come from parameter counts (FP32, 4 bytes each), with LLaMA2-13B's real
-shapes (hidden h = 5120, intermediate 13824, no biases, RMSNorm):
+Invariant: the numbers are the table's, not re-derived; :mod:`hcsim.workload.models`
+derives them from the shapes instead, and a test keeps the two within the stated gaps.
 
-* K, Q, V, out: h x h = 26,214,400 parameters each;
-* "Linear (up)" carries LLaMA's gate and up projections: 2 x h x 13824 = 141,557,760;
-* "Linear (down)": 13824 x h = 70,778,880;
-* each norm: h = 5,120.
-
-That is 317,204,480 parameters per decoder (12.69 G for the 40 decoders; 1.269 GB of
-FP32 gradients per decoder). The table's FLOPs for one iteration (40 decoders, forward
-+ backward: 318.3 "TFLOP" per sample as printed) are 2.1% above 6 x parameters x tokens
-(311.8 TFLOP); a test checks it.
-
-**Units.** The table's GFLOP columns are in units of 2^40/1000 FLOP (1.0995e9), not
-1e9: linear_k is 2 x 4096 x 5120^2 = 214.7e9 FLOP, printed 195.0 (195.3 in those units),
-and the attention row's 312.5 is 4 x 4096^2 x 5120 exactly in them. hcsim keeps the
-numbers as printed, read with GFLOP = 1e9, so that this workload is the paper's own
-(every SI count of these operators is 9.95% higher). :mod:`hcsim.workload.models`
-derives FLOPs from the shapes instead (``hcsim run --model llama2-13b``); its docs
-compare the two row by row.
-
-**Memory footprint** (what decides locality, per decoder and XPU): weights, gradients
-and Adam's two moments, 16 bytes per parameter (5.08 GB), plus the activations kept for
-the backward pass, taken as the b-proportional part of the forward memory column
-(4.02 b GB). At b = 1 a decoder needs 9.10 GB: an H100 or A100 (80 GiB) holds 9
-decoders locally, a V100 (32 GiB) 3; the rest lives in remote memory.
+Guide: docs/workloads-and-engine.md, "LLaMA2-13B" (the table's units, the parameter
+counts, the footprint).
 """
 
 from __future__ import annotations
@@ -104,7 +86,7 @@ def llama2_13b(
     """Data-parallel LLaMA2-13B over ``ranks``: one iteration = forward + backward + gradient sync.
 
     ``b`` is the batch per rank; ``group`` the full data-parallel group when ``ranks`` are
-    a fold's representatives (see :func:`hcsim.engine.simulate_system`)::
+    a fold's representatives (see :func:`hcsim.fast.simulate_system`)::
 
         >>> from hcsim.workload.llama2 import llama2_13b
         >>> w = llama2_13b(["x0", "x1"])

@@ -1,27 +1,12 @@
 """The hcsim command as a user runs it: results, and one-line errors with exit 2."""
 
 import os
-import subprocess
-import sys
 
 import pytest
+from clitools import assert_one_line_error, run
 
+from hcsim.formats.graphml import write_graphml
 from hcsim.platform import Topology, cxl_system
-
-CLI = [sys.executable, "-m", "hcsim.cli"]
-
-
-def run(*args, cwd=None):
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
-
-
-def assert_one_line_error(result, *needles):
-    assert result.returncode == 2, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def test_build_then_check(tmp_path):
@@ -83,7 +68,7 @@ def graphml(tmp_path, mutate):
     t.add_link("x1", "sw", "128GBps", "250ns")
     mutate(t)
     path = tmp_path / "bad.graphml"
-    t.write_graphml(path)
+    write_graphml(t, path)
     return path
 
 

@@ -3,7 +3,7 @@
 import json
 import os
 
-from test_cli import assert_one_line_error, run
+from clitools import assert_one_line_error, run
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 HELIOS = os.path.join(DATA, "helios_cluster_log.csv")
@@ -43,9 +43,9 @@ def test_queues_command_and_its_errors():
 
 def test_cluster_removes_its_new_out_directory_when_writing_fails(tmp_path, monkeypatch, capsys):
     """A failure while writing the outputs leaves neither files written before it nor the directory it created."""
+    from hcsim.cli import cluster as outputs  # the command's own binding of write_outputs (imported at its top)
     from hcsim.cli import main
     from hcsim.errors import HcsimError
-    from hcsim.frontends.cluster import outputs
 
     def write_then_fail(result, jobs, directory, snapshots=None, **_):
         os.makedirs(directory, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The command layout: each package registers its command, new names beside the old, units on every duration."""
+"""The command layout: one module per command, imported only when it runs; new names beside the old; units."""
 
 import json
 import os
@@ -7,8 +7,9 @@ import sys
 
 import numpy as np
 import pytest
-from test_cli import assert_one_line_error, run
+from clitools import assert_one_line_error, run
 
+from hcsim.cli import make_parser
 from hcsim.errors import HcsimError
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
@@ -18,7 +19,7 @@ HELIOS = os.path.join(DATA, "helios_cluster_log.csv")
 def test_help_lists_every_command_without_loading_the_simulator():
     code = (
         "import sys\n"
-        "from hcsim.cli import COMMAND_MODULES, make_parser\n"
+        "from hcsim.cli import COMMANDS, make_parser\n"
         "text = make_parser().format_help()\n"
         "heavy = sorted(m for m in ('numpy', 'networkx', 'simgrid', 'matplotlib') if m in sys.modules)\n"
         "print(heavy, text)\n"
@@ -38,20 +39,58 @@ def test_help_of_every_command(command):
     assert r.returncode == 0 and "usage: hcsim" in r.stdout, r.stderr
 
 
-def test_commands_modules_register_and_load_normally():
-    import importlib
+def test_every_command_names_a_handler_that_loads_normally():
+    from hcsim.cli import COMMANDS
+    from hcsim.cli.main import load_handler
 
-    from hcsim.cli import COMMAND_MODULES
+    parser = make_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert [c.name for c in COMMANDS] == [n for n in sub.choices if n not in ("queue", "queues")]
+    for command in COMMANDS:
+        assert callable(load_handler(command.handler)), command
+        assert sub.choices[command.name].get_default("handler") == command.handler
 
-    for name in COMMAND_MODULES:
-        assert callable(importlib.import_module(name).register), name
 
-
-def test_run_help_names_the_named_workloads():
-    from hcsim.cli.run import _WORKLOADS
+def test_the_parsers_copies_of_the_librarys_lists_agree():
+    """The parsers keep copies of a few lists so that --help loads no library module: each is checked here."""
+    from hcsim.cli import parsers
+    from hcsim.platform.simgrid_files import NETWORK_MODELS, XPUS_FROM
+    from hcsim.sweep.collective_bench import BENCH_KINDS
     from hcsim.workload.catalog import WORKLOADS
 
-    assert _WORKLOADS == WORKLOADS
+    assert parsers.WORKLOADS == WORKLOADS
+    assert parsers.XPUS_FROM == XPUS_FROM
+    assert parsers.NETWORK_MODELS == NETWORK_MODELS
+    assert parsers.KINDS == BENCH_KINDS
+
+
+def test_a_usage_error_loads_nothing_heavy():
+    code = (
+        "import sys\n"
+        "from hcsim.cli import main\n"
+        "try:\n"
+        "    main(['run', '--no-such-flag'])\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, sorted(m for m in ('numpy', 'networkx', 'simgrid', 'hcsim.engine') if m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "2 []", r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "hcsim: error: unrecognized arguments: --no-such-flag (see 'hcsim --help')"
+    ], r.stderr
+
+
+def test_a_command_loads_its_module_only_when_it_runs():
+    code = (
+        "import sys\n"
+        "from hcsim.cli import main\n"
+        "status = main(['sweep', 'missing.yaml'])\n"
+        "print(status, sorted(m for m in sys.modules if m.startswith('hcsim.cli.')))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "2" and "hcsim: error:" in r.stderr
+    assert "'hcsim.cli.sweep'" in r.stdout and "'hcsim.cli.run'" not in r.stdout, r.stdout
 
 
 # ------------------------------------------------------------------ serve (was: queue)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from test_cli import run
+from clitools import run
 
 from hcsim.cli import make_parser
 from hcsim.errors import HcsimError
-from hcsim.flags import parse_rate
+from hcsim.units import parse_rate
 
 
 def test_parse_rate_units_and_bare_numbers():

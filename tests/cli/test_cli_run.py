@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from test_cli import assert_one_line_error, run
+from clitools import assert_one_line_error, run
 
 from hcsim.workload import fig3_example
 

@@ -167,12 +167,8 @@ def test_cxl_256_tp8_keeps_four_servers_and_equals_the_exact_engine():
 @pytest.mark.slow
 def test_run_model_fast_folds_and_agrees_with_the_exact_run(tmp_path):
     import json
-    import subprocess
-    import sys
 
-    def cli(*args):  # the command line, in a process of its own
-        return subprocess.run([sys.executable, "-m", "hcsim.cli", *map(str, args)], capture_output=True, text=True,
-                              timeout=600)  # fmt: skip
+    from clitools import run as cli
 
     config = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8, "intermediate_size": 4096,
               "vocab_size": 32000, "max_position_embeddings": 512}  # fmt: skip

@@ -9,8 +9,8 @@ import pytest
 from hcsim.engine import simulate
 from hcsim.errors import HcsimError
 from hcsim.formats.aicb import parse_aicb, read_aicb
+from hcsim.formats.workload_files import load_workload
 from hcsim.platform import compile_platform, star
-from hcsim.workload.catalog import workload_by_name
 
 SAMPLE = Path(__file__).parents[1] / "data" / "aicb_tp2_pp2_ga2.txt"
 X = [f"x{i}" for i in range(8)]
@@ -73,7 +73,7 @@ def test_micro_benchmark_time_is_exact(tmp_path: Path) -> None:
     topo = star(n, "H100", bandwidth=bw, latency=lat)
     path = str(tmp_path / "star.xml")
     compile_platform(topo, path)
-    w = workload_by_name(str(f), topo.xpus(), xpu_flops={x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
+    w = load_workload(str(f), topo.xpus(), xpu_flops={x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
     makespan = simulate(path, w, 1).makespan
     closed = (1000 + 2000 + 3000 + 500) * 1e-9 + 2 * (n - 1) * (2 * lat + size / (n * bw))
     assert makespan == pytest.approx(closed, rel=1e-9)

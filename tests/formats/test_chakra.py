@@ -12,9 +12,9 @@ import pytest
 from hcsim.engine import simulate
 from hcsim.errors import HcsimError
 from hcsim.formats.chakra import chakra_files, read_chakra, write_chakra
+from hcsim.formats.workload_files import load_workload
 from hcsim.platform import compile_platform, star
 from hcsim.workload import Workload
-from hcsim.workload.catalog import workload_by_name
 
 # the project's shared data sits beside the repository (shared/data); HCSIM_SHARED_DATA overrides
 DATA = Path(os.environ.get("HCSIM_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
@@ -38,7 +38,7 @@ def platforms(tmp_path_factory) -> dict[int, tuple[str, list[str]]]:
 
 
 def pb():
-    from hcsim.formats import et_def_pb2
+    from hcsim.formats.chakra import et_def_pb2
 
     return et_def_pb2
 
@@ -155,9 +155,9 @@ def assert_same_graph(a: Workload, b: Workload) -> None:
     }
 
 
-def test_to_chakra_round_trip(tmp_path: Path) -> None:
+def test_write_chakra_round_trip(tmp_path: Path) -> None:
     w = rich_workload()
-    paths = w.to_chakra(tmp_path, "rich")
+    paths = write_chakra(w, tmp_path, "rich")
     assert [os.path.basename(p) for p in paths] == [f"rich.{r}.et" for r in range(4)]
     back = read_chakra(tmp_path / "rich", w.graph["ranks"])
     assert_same_graph(w, back)
@@ -177,7 +177,7 @@ def test_round_trip_time_is_unchanged(tmp_path: Path, platforms) -> None:
     path, xpus = platforms[4]
     w = rich_workload()
     w = nx_relabel_ranks(w, xpus)
-    w.to_chakra(tmp_path, "t")
+    write_chakra(w, tmp_path, "t")
     back = read_chakra(tmp_path / "t", xpus)
     assert simulate(path, back, 2).makespan == simulate(path, w, 2).makespan
 
@@ -197,13 +197,13 @@ def nx_relabel_ranks(w: Workload, xpus: list[str]) -> Workload:
     return out
 
 
-def test_to_chakra_refuses_an_edge_no_rank_can_hold(tmp_path: Path) -> None:
+def test_write_chakra_refuses_an_edge_no_rank_can_hold(tmp_path: Path) -> None:
     w = Workload(name="cross")
     w.add_compute("a", 1e9, "x0", is_start=True)
     w.add_compute("b", 1e9, "x1")
     w.add_dependency("a", "b")
     with pytest.raises(HcsimError, match="crosses ranks"):
-        w.to_chakra(tmp_path)
+        write_chakra(w, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -242,9 +242,9 @@ def test_process_group_from_pytorch_metadata(tmp_path: Path) -> None:
 def test_run_detects_a_chakra_prefix(tmp_path: Path) -> None:
     for r in range(2):
         write_et(tmp_path / f"job.{r}.et", [coll_node(0, 0, 4096, "ar")])
-    w = workload_by_name(str(tmp_path / "job"), ["a", "b", "c"])
+    w = load_workload(str(tmp_path / "job"), ["a", "b", "c"])
     assert list(w.nodes) == ["ar"] and w.nodes["ar"]["scope"] == ["a", "b"]
-    assert workload_by_name(str(tmp_path / "job.1.et"), ["a", "b"]).number_of_nodes() == 1  # a rank file names it too
+    assert load_workload(str(tmp_path / "job.1.et"), ["a", "b"]).number_of_nodes() == 1  # a rank file names it too
 
 
 # ---------------------------------------------------------------------- bad input
@@ -393,12 +393,12 @@ def test_data_parallel_training_round_trip_and_time(tmp_path: Path, platforms) -
 
     path, xpus = platforms[4]
     big = llama2_13b(xpus)
-    big.to_chakra(tmp_path, "llama")
+    write_chakra(big, tmp_path, "llama")
     back = read_chakra(tmp_path / "llama", xpus)
     assert_same_graph(big, back)
     assert {k: back.graph[k] for k in big.graph} == dict(big.graph)  # graph attributes too (batches per iteration...)
     small = fig3_example(xpus[:2])  # fits the star's HBM: run both
-    small.to_chakra(tmp_path, "fig3")
+    write_chakra(small, tmp_path, "fig3")
     again = read_chakra(tmp_path / "fig3", xpus[:2])
     assert_same_graph(small, again)
     assert simulate(path, again, 3).makespan == simulate(path, small, 3).makespan
@@ -408,5 +408,5 @@ def test_attributes_chakra_cannot_hold_must_be_json(tmp_path: Path) -> None:
     w = Workload(name="odd")
     w.add_compute("a", 1e9, "x0", is_start=True, handle=object())
     with pytest.raises(HcsimError, match="vertex 'a': an attribute cannot be written to Chakra"):
-        w.to_chakra(tmp_path)
+        write_chakra(w, tmp_path)
     assert list(tmp_path.iterdir()) == []

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from test_cli import assert_one_line_error, run
+from clitools import assert_one_line_error, run
 
 from hcsim.analysis.queueing import P4_RESNET50, V100_RESNET50, capacity, exact_finite, exact_infinite, fit_linear, phi
 from hcsim.errors import HcsimError

@@ -19,7 +19,7 @@ import os
 import shutil
 
 import pytest
-from test_cli import assert_one_line_error, run
+from clitools import assert_one_line_error, run
 
 from hcsim.errors import HcsimError
 from hcsim.frontends.cluster import Job, simulate_cluster

@@ -13,6 +13,8 @@ from collections import deque
 import numpy as np
 import pytest
 
+from hcsim.cli.parsers import add_queue_selection_options
+from hcsim.cli.queue_selection import main as queue_selection_command
 from hcsim.errors import HcsimError
 from hcsim.frontends import queue_selection as qs
 from hcsim.frontends.queue_selection import (
@@ -254,7 +256,7 @@ def test_every_parameter_set_runs(model):
 # ------------------------------------------------------------------ determinism
 def _args(**kw) -> argparse.Namespace:  # noqa: ANN003
     p = argparse.ArgumentParser()
-    qs.add_arguments(p)
+    add_queue_selection_options(p)
     argv = []
     for k, v in kw.items():
         argv += [f"--{k.replace('_', '-')}", str(v)]
@@ -264,14 +266,14 @@ def _args(**kw) -> argparse.Namespace:  # noqa: ANN003
 def test_seeded_runs_are_byte_identical(tmp_path, capsys):
     for d in ("a", "b"):
         args = _args(set="2b", method="all", offset="150,1500", replications=3, seed=9, out=tmp_path / d)
-        assert qs.run_from_arguments(args) == 0
+        assert queue_selection_command(args) == 0
     out = capsys.readouterr().out
     assert "offset(1500)" in out and "jobs/s" in out
     for name in ("summary.csv", "cdf.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     assert (tmp_path / "a" / "cdf.png").stat().st_size > 0
     other = _args(set="2b", method="all", offset="150,1500", replications=3, seed=10, out=tmp_path / "c")
-    qs.run_from_arguments(other)
+    queue_selection_command(other)
     assert (tmp_path / "a" / "summary.csv").read_bytes() != (tmp_path / "c" / "summary.csv").read_bytes()
 
 
@@ -329,7 +331,7 @@ def test_mql_and_maql_beat_random_when_fast_and_slow_queues_coexist(name):
 )
 def test_bad_input_is_one_line_naming_the_item(kw, words):
     with pytest.raises(HcsimError) as err:
-        qs.run_from_arguments(_args(**{"replications": 1, **kw}))
+        queue_selection_command(_args(**{"replications": 1, **kw}))
     msg = str(err.value)
     assert "\n" not in msg and "valid" in msg
     for w in words:

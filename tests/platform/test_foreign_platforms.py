@@ -1,8 +1,8 @@
 """Platforms and topologies written by others, as a new user brings them to hcsim.
 
 SimGrid's own example platforms (tests/data/simgrid_platforms, see its README) carry
-no hcsim properties; GraphML written back by igraph has its nodes renamed. Each choice
-hcsim makes for such files must work and be said. Also here: the flags of ``hcsim run``
+no hcsim properties (GraphML written back by igraph: tests/formats/test_graphml.py). Each
+choice hcsim makes for such files must work and be said. Also here: the flags of ``hcsim run``
 that used to disagree (coherence, ``--trace``) and the warnings for silent narrowing.
 """
 
@@ -10,13 +10,12 @@ import json
 import os
 
 import pytest
+from clitools import assert_one_line_error, run
 from lxml import etree
-from test_cli import assert_one_line_error, run
 
 from hcsim.platform import builders
 from hcsim.platform.drawing import NODE_LABELS_UP_TO, _si, draw_topology, link_classes
 from hcsim.platform.probe import simgrid_route
-from hcsim.platform.topology import Topology
 from hcsim.workload import Workload
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "simgrid_platforms")
@@ -199,96 +198,6 @@ def test_mix_below_a_second_rack_warns(tmp_path, xpus, warned):
     r = run("platform", "build", "cxl", "--xpus", xpus, "--mix", "H100+A100", "-o", tmp_path / "p.xml")
     assert r.returncode == 0, r.stderr
     assert ("--mix H100+A100: A100 unused" in r.stderr) is warned, r.stderr
-
-
-# ---------------------------------------------------------------- GraphML from igraph
-
-
-def _igraph_roundtrip(topo: Topology, tmp_path) -> str:
-    igraph = pytest.importorskip("igraph")
-    original = tmp_path / "hcsim.graphml"
-    topo.write_graphml(original)
-    g = igraph.Graph.Read_GraphML(str(original))
-    out = tmp_path / "igraph.graphml"
-    g.write_graphml(str(out))
-    return str(out)
-
-
-@pytest.mark.parametrize("system", ["cxl", "noncoherent"])
-def test_graphml_written_back_by_igraph_compiles_to_the_same_platform(tmp_path, system):
-    topo = builders.paper_system(16, coherent=system == "cxl")
-    path = _igraph_roundtrip(topo, tmp_path)
-    text = open(path).read()
-    assert '<node id="n0">' in text and "Created by igraph" in text  # really igraph's shape
-    back = Topology.read_graphml(path)
-    assert sorted(back.nodes) == sorted(topo.nodes)
-    assert {frozenset(e) for e in back.edges} == {frozenset(e) for e in topo.edges}
-    direct, via = tmp_path / "direct.xml", tmp_path / "via.xml"
-    topo.write_graphml(tmp_path / "direct.graphml")
-    assert run("platform", "compile", tmp_path / "direct.graphml", "-o", direct).returncode == 0
-    r = run("platform", "compile", path, "-o", via)
-    assert r.returncode == 0, r.stderr
-    assert direct.read_bytes() == via.read_bytes()
-
-
-def test_graphml_with_names_lost_says_so(tmp_path):
-    path = _igraph_roundtrip(builders.paper_system(8, coherent=True), tmp_path)
-    root = etree.parse(path)
-    ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
-    for data in root.findall(".//g:node/g:data[@key='v_id']", ns):
-        data.getparent().remove(data)
-    lost = tmp_path / "lost.graphml"
-    root.write(str(lost))
-    assert_one_line_error(run("platform", "compile", lost, "-o", tmp_path / "x.xml"), "renamed", "'id' or 'name'")
-    assert not (tmp_path / "x.xml").exists()
-
-
-def test_graphml_with_names_in_a_name_attribute_as_igraph_builds_them(tmp_path):
-    """Hand-written in the shape igraph writes for a graph built in igraph: ids n<k>, names in 'name'."""
-    path = tmp_path / "built.graphml"
-    path.write_text(
-        """<?xml version="1.0" encoding="UTF-8"?>
-<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
-  <key id="v_name" for="node" attr.name="name" attr.type="string"/>
-  <key id="v_kind" for="node" attr.name="kind" attr.type="string"/>
-  <key id="v_device" for="node" attr.name="device" attr.type="string"/>
-  <key id="v_switch_kind" for="node" attr.name="switch_kind" attr.type="string"/>
-  <key id="v_fp16_flops" for="node" attr.name="fp16_flops" attr.type="double"/>
-  <key id="v_fp32_flops" for="node" attr.name="fp32_flops" attr.type="double"/>
-  <key id="e_bandwidth" for="edge" attr.name="bandwidth" attr.type="double"/>
-  <key id="e_latency" for="edge" attr.name="latency" attr.type="double"/>
-  <graph id="G" edgedefault="undirected">
-    <node id="n0"><data key="v_name">gpu-a</data><data key="v_kind">xpu</data><data key="v_device">custom</data>
-      <data key="v_switch_kind"></data><data key="v_fp16_flops">1e12</data><data key="v_fp32_flops">5e11</data></node>
-    <node id="n1"><data key="v_name">gpu-b</data><data key="v_kind">xpu</data><data key="v_device">custom</data>
-      <data key="v_switch_kind"></data><data key="v_fp16_flops">1e12</data><data key="v_fp32_flops">5e11</data></node>
-    <node id="n2"><data key="v_name">sw</data><data key="v_kind">switch</data><data key="v_device"></data>
-      <data key="v_switch_kind">generic</data></node>
-    <edge source="n0" target="n2"><data key="e_bandwidth">1e9</data><data key="e_latency">1e-6</data></edge>
-    <edge source="n1" target="n2"><data key="e_bandwidth">1e9</data><data key="e_latency">1e-6</data></edge>
-  </graph>
-</graphml>
-"""
-    )
-    topo = Topology.read_graphml(path)
-    assert sorted(topo.nodes) == ["gpu-a", "gpu-b", "sw"]
-    assert "switch_kind" not in topo.nodes["gpu-a"] and "device" not in topo.nodes["sw"]
-
-
-def test_graphml_with_duplicate_kept_names_is_refused(tmp_path):
-    path = tmp_path / "dup.graphml"
-    path.write_text(
-        """<?xml version="1.0" encoding="UTF-8"?>
-<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
-  <key id="v_id" for="node" attr.name="id" attr.type="string"/>
-  <graph id="G" edgedefault="undirected">
-    <node id="n0"><data key="v_id">a</data></node><node id="n1"><data key="v_id">a</data></node>
-    <edge source="n0" target="n1"/>
-  </graph>
-</graphml>
-"""
-    )
-    assert_one_line_error(run("platform", "compile", path, "-o", tmp_path / "x.xml"), "'a'", "unique")
 
 
 # ---------------------------------------------------------------- drawings

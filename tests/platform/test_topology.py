@@ -1,10 +1,7 @@
-import math
-
-import networkx as nx
 import pytest
 
 from hcsim.errors import HcsimError
-from hcsim.platform import Device, Topology, cxl_system, device
+from hcsim.platform import Device, Topology, device
 from hcsim.platform.compiler import compile_platform
 
 
@@ -76,30 +73,6 @@ def test_xpu_without_flops_is_refused_at_validation():
         t.validate()
 
 
-def test_graphml_round_trip_keeps_everything(tmp_path):
-    topo = cxl_system(32, mix="H100+A100")
-    path = tmp_path / "t.graphml"
-    topo.write_graphml(path)
-    back = Topology.read_graphml(path)
-    assert nx.utils.graphs_equal(nx.Graph(topo), nx.Graph(back)) or (
-        dict(topo.nodes(data=True)) == dict(back.nodes(data=True))
-        and {frozenset(e): d for *e, d in topo.edges(data=True)} == {frozenset(e): d for *e, d in back.edges(data=True)}
-    )
-    assert back.gateways() == topo.gateways()
-    assert math.isinf(back.nodes["r00s00.t3_0"]["capacity"])
-    # the same platform comes out, byte for byte
-    compile_platform(topo, tmp_path / "a.xml")
-    compile_platform(back, tmp_path / "b.xml")
-    assert (tmp_path / "a.xml").read_bytes() == (tmp_path / "b.xml").read_bytes()
-
-
-def test_bad_graphml_is_one_clear_error(tmp_path):
-    p = tmp_path / "bad.graphml"
-    p.write_text("<graphml><oops")
-    with pytest.raises(HcsimError, match="cannot be read"):
-        Topology.read_graphml(p)
-
-
 @pytest.mark.parametrize(
     "bandwidth, latency, lanes, message",
     [
@@ -142,29 +115,6 @@ def test_routes_at_the_extreme_link_parameters_are_weighed():
     t.add_link("fast", "b", "1GBps", 1e6)
     assert Router(t.validate()).path("a", "b") == ("a", "slow", "b")
     assert path_latency(t, ["a", "fast", "b"]) == 2e6
-
-
-def test_graphml_attributes_may_carry_units(tmp_path):
-    """A GraphML written by another tool may store rates and sizes as text: they mean what add_* would."""
-    t = Topology()
-    t.add_xpu("a", "H100", rank=1)
-    t.add_xpu("b", "H100", rank=0)
-    t.add_switch("s")
-    t.add_link("a", "s", "128GBps", "200ns", lanes=4)
-    t.add_link("b", "s", "128GBps", "200ns")
-    path = tmp_path / "t.graphml"
-    t.write_graphml(path)
-    text = path.read_text()
-    text = text.replace('attr.type="double"', 'attr.type="string"').replace('attr.type="long"', 'attr.type="string"')
-    text = text.replace(">128000000000.0<", ">128GBps<").replace(">2e-07<", ">200ns<")
-    text = text.replace(f">{67e12!r}<", ">67TFLOPS<").replace(f">{80 * 2.0**30!r}<", ">80GiB<")
-    assert "128GBps" in text and "200ns" in text and "67TFLOPS" in text and "80GiB" in text
-    path.write_text(text)
-    back = Topology.read_graphml(path)
-    assert back.edges["a", "s"] == t.edges["a", "s"]
-    assert back.edges["a", "s"]["lanes"] == 4 and back.nodes["a"]["rank"] == 1
-    assert back.nodes["a"]["fp32_flops"] == 67e12 and back.nodes["a"]["memory"] == 80 * 2**30
-    assert back.xpus() == ["b", "a"]
 
 
 def test_link_names_that_would_collide_in_simgrid_are_refused(tmp_path):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import yaml
-from test_cli import CLI, assert_one_line_error, run
+from clitools import CLI, assert_one_line_error, run
 
 from hcsim.errors import HcsimError
 from hcsim.sweep import SweepSpec, read_results, run_sweep

@@ -7,8 +7,8 @@ N-1 sequential flows: (N-1)(L + S/B) on a uniform network.
 from __future__ import annotations
 
 from hcsim.collectives.plans import plan as chain_plan
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 
@@ -20,13 +20,13 @@ def _chain(kind: str, ranks: list[str], order: list[str], nbytes: float) -> Sche
     return s
 
 
-@register("broadcast", "chain", plan=chain_plan)
+@register("broadcast", "chain", default=True, plan=chain_plan)
 def chain_broadcast(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Chain broadcast from the first rank: N-1 sequential flows of S."""
     return _chain("broadcast", ranks, ranks, nbytes)
 
 
-@register("reduce", "chain", plan=chain_plan)
+@register("reduce", "chain", default=True, plan=chain_plan)
 def chain_reduce(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Chain reduce to the first rank, from the last: N-1 sequential flows of S."""
     return _chain("reduce", ranks, ranks[::-1], nbytes)

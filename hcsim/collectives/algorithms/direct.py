@@ -9,12 +9,12 @@
 from __future__ import annotations
 
 from hcsim.collectives.plans import plan as direct_plan
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 
-@register("alltoall", "direct", plan=direct_plan)
+@register("alltoall", "direct", default=True, plan=direct_plan)
 def direct_alltoall(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Direct all-to-all: N(N-1) flows of S/N at once."""
     n = len(ranks)
@@ -26,7 +26,7 @@ def direct_alltoall(ranks: list[str], nbytes: float, view: TopologyView) -> Sche
     return s
 
 
-@register("p2p", "direct", plan=direct_plan)
+@register("p2p", "direct", default=True, plan=direct_plan)
 def direct_p2p(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """One flow of S from the first rank to the second."""
     s = Schedule("p2p", ranks, steps=1)

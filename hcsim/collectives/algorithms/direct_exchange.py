@@ -1,26 +1,24 @@
 """Direct reduce-scatter, allgather and allreduce: every rank exchanges with every other at once.
 
-Over N ranks, S bytes per rank, on a non-blocking star (alpha: a rank-to-rank latency,
-two links; B: a port's bandwidth; a rank's N-1 outgoing flows share its uplink, its N-1
-incoming ones its downlink):
+Over N ranks, S bytes per rank, on a non-blocking star (alpha: rank-to-rank latency, B:
+port bandwidth):
 
 * ``direct`` reduce-scatter: rank i sends slice j (S/N) to rank j, for every j != i, all
   at once: alpha + (N-1)/N S/B;
-* ``direct`` allgather: rank i sends its slice (S/N) to every other rank at once:
-  alpha + (N-1)/N S/B;
-* ``direct`` allreduce: the direct reduce-scatter, then the direct allgather; rank j
-  sends its reduced slice once it has received all N-1 contributions to it:
-  2 alpha + 2 (N-1)/N S/B.
+* ``direct`` allgather: rank i sends its slice to every other rank at once: the same;
+* ``direct`` allreduce: the reduce-scatter, then the allgather, rank j sending its
+  reduced slice once all N-1 contributions have arrived: 2 alpha + 2 (N-1)/N S/B.
 
-The direct allreduce's N(N-1) allgather flows each wait for the N-1 reduce-scatter flows
-into their sender: through one join per rank (:meth:`Schedule.join`), 2 N (N-1)
-dependencies instead of N^2 (N-1).
+Invariant: the allreduce's N(N-1) allgather flows wait through one join per rank
+(:meth:`Schedule.join`): 2 N (N-1) dependencies instead of N^2 (N-1).
+
+Guide: docs/collectives.md, "Closed forms" (Direct).
 """
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

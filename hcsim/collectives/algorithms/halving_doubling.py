@@ -1,43 +1,27 @@
 """Recursive halving-doubling (Rabenseifner): allreduce, its coherent half, reduce-scatter, allgather.
 
-Over N ranks, S bytes per rank, on a network where every rank-to-rank flow costs
-alpha + bytes/B alone (a non-blocking star: alpha is two link latencies):
+Over N ranks, S bytes per rank, every rank-to-rank flow costing alpha + bytes/B alone
+(a non-blocking star), N a power of two:
 
-* ``halving_doubling`` allreduce: reduce-scatter by recursive halving (log2 N steps;
-  in the step of distance d a rank exchanges with rank i XOR d the half of its current
-  segment the partner keeps: S/2, S/4, ..., S/N), then allgather by recursive doubling
-  (the same exchanges in reverse). For N a power of two:
-  2 log2(N) alpha + 2 (N-1)/N S/B;
+* ``halving_doubling`` allreduce: reduce-scatter by recursive halving (in the step of
+  distance d rank i exchanges with rank i XOR d half of its current segment), then
+  allgather by recursive doubling: 2 log2(N) alpha + 2 (N-1)/N S/B;
 * ``coherent_halving_doubling`` allreduce (coherent fabric): the reduce-scatter half
-  only. Under coherence the reduced data must exist once, anywhere (here: slice v at the
-  v-th active rank), as in the paper's coherent ring: log2(N) alpha + (N-1)/N S/B;
-* ``halving_doubling`` reduce-scatter (halving) and allgather (recursive doubling):
-  log2(N) alpha + (N-1)/N S/B.
+  only, the reduced data existing once, anywhere: log2(N) alpha + (N-1)/N S/B;
+* ``halving_doubling`` reduce-scatter and allgather: log2(N) alpha + (N-1)/N S/B.
 
-Every step is a pairwise exchange (MPI_Sendrecv): both flows of a pair start once both
-partners have completed their previous step, so on a star no two flows ever share a
-link.
+Invariant: every step is a pairwise exchange (both flows of a pair start once both
+partners finished their previous step), so on a star no two flows share a link. Other N
+fold the first r = N - p odd ranks onto their even neighbours (p the largest power of two
+below N) before the exchanges and back after.
 
-Non-powers of two (p the largest power of two below N, r = N - p): the standard
-folding. Before the exchanges, each of the first r odd ranks 2k+1 sends its data to
-rank 2k (allreduce, reduce-scatter: all S bytes; allgather: its S/N piece) and sits
-out; the p remaining ranks run the power-of-two algorithm; afterwards rank 2k sends
-rank 2k+1 its result (allreduce: S; reduce-scatter: its S/N slice; allgather:
-(N-1)/N S). The allreduce cuts the data into p equal pieces, so for N not a power of
-two it takes (2 log2(p) + 2) alpha + (2 + 2 (p-1)/p) S/B; its coherent half has no
-post-step: (log2(p) + 1) alpha + (1 + (p-1)/p) S/B. Reduce-scatter and allgather keep
-one slice per rank (S/N each; an active rank standing for two ranks holds two), so
-their exchanges are uneven; the slowest chain is that of the rank standing for ranks 0
-and 1, which at distance m sends m + min(r, m) slices: the exchanges take
-sum over m = p/2, ..., 1 of (alpha + (m + min(r, m)) S/(N B)), plus, for reduce-scatter,
-alpha + S/B before and alpha + S/(N B) after; for allgather alpha + S/(N B) before and
-alpha + (N-1)/N S/B after.
+Closed forms for any N: docs/collectives.md, "Closed forms" (Halving-doubling).
 """
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

@@ -1,34 +1,27 @@
 """Topology-aware allreduce over servers: hierarchical (NCCL/Horovod-like) and the 2D ring.
 
-The ranks are grouped by server (:meth:`TopologyView.by_server`): M servers of g ranks
-each; local rank l of a server is its l-th rank in list order. Every phase is a ring
-(a rank's send waits for its previous send and for the chunk its left neighbour sent
-it), and a rank enters the next phase once its own last send and receive of the
-previous phase have completed. With S bytes per rank, an intra-server ring step of
-latency a_s and bandwidth B_s, and an inter-server step of latency a_x where the g
-rings of a server share its uplink of bandwidth B_x (each flow gets B_x/g):
+The ranks are grouped by server (:meth:`TopologyView.by_server`): M servers of g ranks;
+every phase is a ring, and a rank enters the next phase once its own last send and
+receive of the previous one have completed.
 
-* ``hierarchical``: ring reduce-scatter inside each server (g-1 steps of S/g), then a
-  ring allreduce of slice l across the servers among the local ranks l (2(M-1) steps
-  of S/(g M), the g rings at once), then ring allgather inside each server:
-  2 (g-1)(a_s + S/(g B_s)) + 2 (M-1)(a_x + S/(M B_x)) when every inter-server step
-  costs the same (e.g. two servers of one rack);
-* ``ring_2d``: rings along one dimension of the server x local-rank grid, then the
-  other: a ring allreduce of all S bytes inside each server, then a ring allreduce of
-  all S bytes across the servers among the local ranks l:
-  2 (g-1)(a_s + S/(g B_s)) + 2 (M-1)(a_x + g S/(M B_x)).
+* ``hierarchical``: ring reduce-scatter inside each server, a ring allreduce of slice l
+  across the servers among the local ranks l (the g rings at once), ring allgather
+  inside each server: 2 (g-1)(a_s + S/(g B_s)) + 2 (M-1)(a_x + S/(M B_x));
+* ``ring_2d``: a ring allreduce of all S bytes inside each server, then across the
+  servers among the local ranks l: 2 (g-1)(a_s + S/(g B_s)) + 2 (M-1)(a_x + g S/(M B_x)).
 
-With one server both are the plain ring inside it; with one rank per server (no zones,
-e.g. a star) both are the plain ring over the ranks in list order. Servers of unequal
-size (a scope that takes part of a server) have no grid: both fall back to the ring
-allreduce over :meth:`TopologyView.topology_order`.
+(a_s, B_s: an intra-server step; a_x, B_x: an inter-server step and the server's uplink.)
+With one server, one rank per server, or servers of unequal size, both are the plain ring
+(over :meth:`TopologyView.topology_order` in the last case).
+
+Derivation: docs/collectives.md, "Closed forms" (Hierarchical and 2D ring).
 """
 
 from __future__ import annotations
 
 from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

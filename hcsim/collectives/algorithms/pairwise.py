@@ -8,8 +8,8 @@ latency, B: port bandwidth) each step is one flow per port: (N-1)(alpha + S/(N B
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

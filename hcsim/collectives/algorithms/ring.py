@@ -4,24 +4,25 @@ Over N ranks in list order (rank i sends to rank i+1 mod N), S bytes per rank, o
 uniform ring of latency L and bandwidth B:
 
 * ``ring`` allreduce: reduce-scatter then allgather, 2(N-1) steps of S/N bytes:
-  2(N-1)(L + S/(N B)). In reduce-scatter step j rank i sends shard (i-j-1) mod N
-  (so rank i ends with shard i reduced), in allgather step j shard (i-j) mod N;
+  2(N-1)(L + S/(N B));
 * ``coherent_ring`` allreduce (paper Sec. 5.4): the reduce-scatter half only, N-1 steps:
   under coherence the averaged gradient must exist *somewhere*, not on every XPU;
 * ``ring`` reduce-scatter and allgather: N-1 steps of S/N.
 
-A rank's next send waits for its previous send and for the chunk its left neighbour
-sent it, so the ring is pipelined (the exact engine) or run step by step
-(:mod:`hcsim.fast.ring_steps`). These algorithms may also stand for a larger ring (a
-folded run: ``group``; see :mod:`hcsim.fast.folding`).
+Invariant: a rank's next send waits for its previous send and for the chunk its left
+neighbour sent it, so the ring is pipelined (the exact engine) or run step by step
+(:mod:`hcsim.fast.ring_steps`); its plan may stand for a larger ring (``group``, a folded
+run: :mod:`hcsim.fast.folding`).
+
+Which shard moves at each step: docs/collectives.md, "Closed forms" (Ring).
 """
 
 from __future__ import annotations
 
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.plans import plan as list_order_plan
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 
@@ -67,7 +68,7 @@ def ring_schedule(
     return s
 
 
-@register("allreduce", "ring", plan=ring_plan, ring=True)
+@register("allreduce", "ring", default=True, plan=ring_plan, ring=True)
 def ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allreduce: reduce-scatter + allgather, 2(N-1) steps of S/N."""
     n = len(ranks)
@@ -82,13 +83,13 @@ def coherent_ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedu
     return s
 
 
-@register("reduce_scatter", "ring", plan=ring_plan, ring=True)
+@register("reduce_scatter", "ring", default=True, plan=ring_plan, ring=True)
 def ring_reduce_scatter(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring reduce-scatter: N-1 steps of S/N; rank i ends with shard i reduced."""
     return ring_schedule("reduce_scatter", ranks, nbytes, reduce_scatter_phases(len(ranks)))
 
 
-@register("allgather", "ring", plan=ring_plan, ring=True)
+@register("allgather", "ring", default=True, plan=ring_plan, ring=True)
 def ring_allgather(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allgather: N-1 steps of S/N; rank i starts with shard i."""
     return ring_schedule("allgather", ranks, nbytes, allgather_phases(len(ranks)))

@@ -1,28 +1,21 @@
 """CXL shared-memory allreduce: reduction through the coherent fabric's memory (coherent systems only).
 
-Semantics assumed (a coherent fabric, e.g. CXL 3 with Type 3 expanders, as in the
-paper's Fig. 6b): every XPU can write into, and read from, the CXL memory attached to
-any other XPU (:meth:`TopologyView.memory`) at the fabric's bandwidth, with hardware
-coherence, so that data written by one XPU is visible to a reader once the write has
-completed; and, as for the paper's coherent ring, the reduced gradient only has to
-exist once, in coherent memory, not on every XPU (no allgather).
+``cxl_shared_memory``: the data (S bytes per XPU) is cut into N slices, slice j
+belonging to rank j. Every rank writes its slice j to the CXL memory of rank j
+(:meth:`TopologyView.memory`), all at once; rank j reads each peer's slice back once its
+write has completed and reduces it with its own, so the reduced slice j ends at rank j,
+visible to all through coherence (no allgather, as for the paper's coherent ring).
 
-``cxl_shared_memory``: the data (S bytes per XPU) is cut into N slices; slice j belongs
-to rank j. Every rank i writes its slice j (S/N) to the CXL memory of rank j, for every
-j != i, all at once; rank j reads each of its N-1 peers' slices back from its memory
-once that slice's write has completed, and reduces them with its own: the reduced
-slice j ends at rank j (and is visible to all through coherence).
-
-On one server of the paper's CXL system (XPUs and expanders on one CXL switch, links of
-latency l and bandwidth B; a rank's N-1 writes share its link to the switch, the N-1
-writes into one memory share that memory's link, and likewise for the reads):
+On one server of the paper's CXL system (links of latency l and bandwidth B):
 2 (2 l + (N-1)/N S/B).
+
+The coherence semantics assumed: docs/collectives.md, "Closed forms" (CXL shared memory).
 """
 
 from __future__ import annotations
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 from hcsim.errors import HcsimError
 

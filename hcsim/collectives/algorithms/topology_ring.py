@@ -2,18 +2,15 @@
 
 ``ring_topo`` allreduce, reduce-scatter and allgather are the ``ring`` algorithms with
 the ranks reordered as NCCL orders a ring: the ranks of a server next to each other,
-servers by rack, racks in order. A scope listed in any order then crosses each server
-boundary once per direction (one slow hop in, one out) instead of at every step where
-neighbours in the list sit on different servers. On a uniform network of latency L and
-bandwidth B the times are the ring's: allreduce 2(N-1)(L + S/(N B)); reduce-scatter and
-allgather (N-1)(L + S/(N B)). With hops of different costs d_i (member i to i+1, each
-alone on its links) the pipelined ring's step-j flow from member i ends at
-F(j, i) = max(F(j-1, i), F(j-1, i-1)) + d_i, and the collective when the last one does.
-Slices keep their owners: rank i of the scope (in the order given) still ends with
-(reduce-scatter) or starts with (allgather) slice i.
+servers by rack, racks in order, so a scope listed in any order crosses each server
+boundary once per direction. On a uniform network the times are the ring's: allreduce
+2(N-1)(L + S/(N B)); reduce-scatter and allgather (N-1)(L + S/(N B)).
 
-Their engine plan is the ring plan of the reordered scope, so the memoized fast path
-(:mod:`hcsim.fast.ring_steps`) and folding run them like ``ring``.
+Invariants: slices keep their owners (rank i of the scope, in the order given, still ends
+with or starts with slice i); the engine plan is the ring plan of the reordered scope,
+so the fast paths run these like ``ring``.
+
+Hops of different costs: docs/collectives.md, "Closed forms" (Ring).
 """
 
 from __future__ import annotations
@@ -21,8 +18,8 @@ from __future__ import annotations
 from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases, ring_schedule
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.plans import plan as ring_plan
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

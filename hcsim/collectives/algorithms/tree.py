@@ -1,39 +1,30 @@
 """Tree algorithms: binary-tree broadcast and reduce, NCCL's double binary tree allreduce.
 
-Over N ranks, S bytes per rank, on a non-blocking star (alpha: rank-to-rank latency,
-B: port bandwidth; a node's flows to its two children share its uplink, its children's
-flows to it share its downlink):
+Over N ranks, S bytes per rank, on a non-blocking star (alpha: rank-to-rank latency, B:
+port bandwidth):
 
-* ``binary_tree`` broadcast: whole messages, store and forward. The ranks in list order
-  form a heap (rank i's children are 2i+1 and 2i+2; the root is the first rank); a node
-  sends S to its children at once once it has received S. Time: the slowest
-  root-to-leaf path, where each node on it with c children adds alpha + c S/B: for
-  N = 2^k - 1, (k-1)(alpha + 2 S/B);
-* ``binary_tree`` reduce: the same tree reversed, whole messages: a node sends S to its
-  parent once all its children's flows have arrived. Two siblings that send at the same
-  time share the parent's downlink (alpha + 2 S/B each); one that starts later shares it
-  only while both are moving bytes (max-min: B/2 each, B alone);
-* ``double_binary_tree`` allreduce (NCCL): two trees, each reducing then broadcasting one
-  half of the data (S/2): NCCL's ``ncclGetBtree`` (rank 0 the root, leaves the odd
-  ranks) and its complement (the mirror r -> N-1-r for N even, the shift r -> r+1 for
-  N odd), so that most ranks are leaves in one tree and inner nodes in the other.
-  Pipelined as NCCL does: each half is cut into c chunks of at most 512 KiB (NCCL's
-  4 MiB buffer in 8 steps; c at most 64, :func:`tree_chunks`). Chunk k goes up an edge
-  once the node has chunk k from all its children and has sent chunk k-1 up that edge;
-  it goes down an edge once the node has the reduced chunk k (the root: from all its
-  children) and has sent chunk k-1 down that edge. Both trees run at once and contend
-  where their flows share a port, so the time is max-min sharing over the dependency
-  graph (tests: a fluid reference). Whole halves (c = 1): N = 2: 2 alpha + S/B;
-  N = 3 (both trees are chains): 4 alpha + 2 S/B; N = 4: 4 alpha + 3 S/B. N = 2 with c
-  chunks of x = S/(2c B) each: (c+1) alpha + 2 c x.
+* ``binary_tree`` broadcast: the ranks in list order form a heap (the first is the
+  root); a node sends S to its two children at once once it has received S, store and
+  forward. For N = 2^k - 1: (k-1)(alpha + 2 S/B);
+* ``binary_tree`` reduce: the same tree reversed, whole messages;
+* ``double_binary_tree`` allreduce (NCCL): two complementary trees (``ncclGetBtree`` and
+  its mirror or shift), each reducing then broadcasting half the data, pipelined in
+  chunks of at most 512 KiB (:func:`tree_chunks`). Whole halves: N = 2: 2 alpha + S/B;
+  N = 4: 4 alpha + 3 S/B.
+
+Invariant: a chunk moves along an edge only after the previous chunk did, and upward only
+once the node holds it from all its children, as NCCL's pipeline does; both trees
+contend by max-min where their flows share a port.
+
+Every case and the tests' fluid reference: docs/collectives.md, "Closed forms" (Trees).
 """
 
 from __future__ import annotations
 
 import math
 
-from hcsim.collectives.registry import register
 from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.table import register
 from hcsim.collectives.view import TopologyView
 
 

@@ -3,7 +3,7 @@
 Jobs (:mod:`.jobs`) come from traces or generators (:mod:`.traces`); a cluster view of
 a platform topology (:mod:`.cluster`) is scheduled by a policy (:mod:`.policies`) and a
 placement (:mod:`.placement`), and the jobs run on the platform in SimGrid
-(:mod:`.simulator`); :mod:`.outputs` writes what happened.
+(:mod:`.simulator`, its rules in :mod:`.scheduler`); :mod:`.outputs` writes what happened.
 """
 
 from hcsim.frontends.cluster.cluster import Cluster, Node, default_cluster_size, parse_partitions

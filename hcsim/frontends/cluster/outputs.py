@@ -1,46 +1,21 @@
 """What a cluster run leaves behind: Batsim-style jobs.csv, a summary, time series, pictures.
 
-* ``jobs.csv``: Batsim's jobs file, as Batsim and evalys read it: one row per *run
-  segment* of a job (an execution on one allocation, from its start until it ended or
-  was preempted or migrated), so that summing the rows active at an instant counts the
-  GPUs really in use. Batsim's columns (``job_id``, ``workload_name``, ``profile``,
-  ``submission_time``, ``requested_number_of_resources``, ``requested_time``,
-  ``success``, ``final_state``, ``starting_time``, ``execution_time``, ``finish_time``,
-  ``waiting_time``, ``turnaround_time``, ``stretch``, ``consumed_energy``,
-  ``allocated_resources``) plus ``partition``, ``user``, ``segment`` (0, 1, ... within
-  the job), ``preemptions`` and ``migrations`` (of the whole job). Per row, as Batsim
-  defines them: ``starting_time``/``finish_time`` bound the segment, ``execution_time``
-  = finish - start, ``waiting_time`` = start - submission (evalys rebuilds a row's start
-  as submission + waiting), ``turnaround_time`` = finish - submission,
-  ``allocated_resources`` the segment's GPU ids as an interval set (``"0-3 8"``). Times
-  are on a 1/64 s grid (:data:`TIME_GRID`, exact in binary and in 6 decimals) so that
-  tools adding them up (evalys does) find the instants the rows state. A
-  segment that was preempted or migrated away is ``COMPLETED_KILLED`` (``success`` 0),
-  as Batsim writes a killed job that is resubmitted; the job's last segment is
-  ``COMPLETED_SUCCESSFULLY``, so a job's final row is the one with ``success`` 1.
-  ``stretch`` = turnaround / the job's execution time so far (the sum over its
-  segments up to that row): on the final row, time in the system over time on GPUs,
-  > 1 for a job that was preempted and waited. All segments of a job share its
-  ``job_id`` (evalys draws them as one job). ``workload_name`` is the trace's name,
-  ``profile`` ``delay`` for a trace job (it runs for its recorded time) or
-  ``workload`` for a job whose graph the engine runs; ``consumed_energy`` is -1
-  (energy is not simulated). A rejected job is one ``REJECTED`` row with -1 times.
-* ``summary.json``: job completion time (JCT = turnaround) mean and percentiles,
-  waiting time, makespan, GPU utilization, time-averaged #usedGPU/#usedNodes
-  (AnalySIM's fragmentation measure; 8 is ideal on 8-GPU nodes), preemptions,
-  migrations, rejected jobs with reasons; times in seconds, their keys end in ``_s``
-  (``jct_mean_s``, ``makespan_s``; the old unsuffixed names still read from the returned
-  dict, see :data:`SUMMARY_ALIASES`). The dict :func:`summarize` returns also has
-  ``wall_s``, the host time of the run; it differs between identical runs, so it is
-  not written to ``summary.json`` (the command prints it): every file is the same
-  byte for byte for the same trace and options.
-* ``series.csv`` / ``series.png``: #usedGPU, #usedNodes and their ratio, pending and
-  running jobs over time.
-* ``trace.json``: a Chrome trace (chrome://tracing, Perfetto; built by
-  :class:`hcsim.outputs.ChromeTrace`) with one slice per run segment of each job on the
-  lane (a thread) of *every* GPU it holds, grouped by node (a process).
-* ``gpus_<t>.png``: AnalySIM's cluster picture at time t: each GPU a square coloured by
-  the job holding it (white: idle), nodes grouped by partition.
+* ``jobs.csv``: Batsim's jobs file, as Batsim and evalys read it, one row per *run
+  segment* of a job (from a start until it ended, was preempted or migrated), plus
+  ``partition``, ``user``, ``segment``, ``preemptions`` and ``migrations``;
+* ``summary.json`` (:func:`summarize`): JCT and waiting percentiles, makespan, GPU
+  utilization, AnalySIM's fragmentation measure, preemptions, migrations, rejections;
+  keys of times end in ``_s`` (:data:`SUMMARY_ALIASES` keeps the old names readable);
+* ``series.csv`` / ``series.png``: GPUs and nodes in use, pending and running jobs;
+* ``trace.json``: a Chrome trace, a slice per run segment on the lane of every GPU held;
+* ``gpus_<t>.png``: AnalySIM's cluster picture at time t.
+
+Invariants: summing the rows active at an instant counts the GPUs really in use;
+Batsim's identities hold per row on a 1/64 s grid (:data:`TIME_GRID`, exact in binary
+and in 6 decimals); every file is the same byte for byte for the same trace and options
+(the host time ``wall_s`` is returned and printed, never written).
+
+Every column and state: docs/cluster.md, "jobs.csv (Batsim, evalys)".
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 
 __all__ = ["PLACEMENTS", "Placement", "best_fit", "first_fit", "free_gpu", "placement", "shape_of"]
 
@@ -84,12 +84,14 @@ def free_gpu(shape: Sequence[int], nodes: Sequence[int], free: Sequence[int]) ->
     return out
 
 
-PLACEMENTS: dict[str, Placement] = {"first-fit": first_fit, "best-fit": best_fit, "free-gpu": free_gpu}
+PLACEMENTS: Registry[Placement] = Registry(
+    "placement", {"first-fit": first_fit, "best-fit": best_fit, "free-gpu": free_gpu}
+)
 
 
 def placement(name: str) -> Placement:
     """The placement registered under ``name`` (underscores and case are forgiven)."""
     key = name.lower().replace("_", "-")
     if key not in PLACEMENTS:
-        raise HcsimError(f"placement {name!r} is unknown (valid: {', '.join(PLACEMENTS)})")
+        raise PLACEMENTS.unknown(name)
     return PLACEMENTS[key]

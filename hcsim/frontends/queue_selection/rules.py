@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from hcsim.errors import HcsimError
 from hcsim.frontends.queue_selection.model import OFFSETS, QueueState
+from hcsim.registry import Registry
 
 __all__ = ["METHODS", "RULES", "Method", "Rule", "paper_methods", "parse_method", "register_rule", "select_queue"]
 
@@ -43,15 +44,14 @@ class Method:
 Rule = Callable[[Method, QueueState, float, float, str, str], int]
 
 #: kind -> rule, in registration order.
-RULES: dict[str, Rule] = {}
+RULES: Registry[Rule] = Registry("method")
 
 
 def register_rule(kind: str) -> Callable[[Rule], Rule]:
     """Register the decorated function as the rule of methods of ``kind``."""
 
     def add(rule: Rule) -> Rule:
-        RULES[kind] = rule
-        return rule
+        return RULES.register(kind, rule)
 
     return add
 
@@ -98,10 +98,7 @@ def select_queue(
     method: Method, state: QueueState, now: float, u: float, offset_ties: str = "lowest", offset_rule: str = "fewest"
 ) -> int:
     """The queue (0-based) ``method`` picks at ``now``, given ``state`` and a uniform ``u`` in [0, 1)."""
-    rule = RULES.get(method.kind)
-    if rule is None:
-        raise HcsimError(f"method {method.kind!r} is unknown (valid: {', '.join(RULES)})")
-    return rule(method, state, now, u, offset_ties, offset_rule)
+    return RULES.lookup(method.kind)(method, state, now, u, offset_ties, offset_rule)
 
 
 def _check_window(window: float) -> float:
@@ -122,7 +119,7 @@ def parse_method(text: str | Method, offset: float = 150.0) -> Method:
     if t.startswith("offset(") and t.endswith(")"):
         return Method("offset", _check_window(t[7:-1]))
     if t not in RULES:
-        raise HcsimError(f"method {text!r} is unknown (valid: {', '.join(RULES)})")
+        raise RULES.unknown(text)
     return Method(t, _check_window(offset) if t == "offset" else None)
 
 

@@ -5,8 +5,10 @@ of speed 1 (flop per minute); every job is an ``Exec`` of Y flops on its queue's
 so it lasts Y minutes. One controller actor per replication drives the systems of all
 requested methods side by side on common random numbers; its loop is a
 :class:`~hcsim.engine.driver.Driver` watching every running execution and a timer
-execution ending at the next arrival instant (see the package docstring). Replications run in blocks of
+execution ending at the next arrival instant. Replications run in blocks of
 :data:`BLOCK` per SimGrid process (:func:`hcsim.simgrid_runtime.run_isolated`).
+
+Guide: docs/queue-selection.md, "How it runs on SimGrid".
 """
 
 from __future__ import annotations

@@ -4,22 +4,18 @@ Jobs arrive (:func:`arrival_times`: Poisson, deterministic, Gamma, hyperexponent
 Pareto, or a replayed timestamp file) into an unbounded FIFO buffer per server. When a
 server is idle and jobs wait, all of them up to ``max_batch`` form one batch, which runs
 on the server's XPU as a SimGrid execution lasting ``batch_time(b)``:
+:func:`linear_time` (tau[b] = alpha b + tau0, the paper's model), :func:`table_time`
+(b / throughput[b] from a measured table, interpolated) or :func:`engine_time` (an
+inference workload graph run by the engine, once per batch size). Options: ``max_delay``
+(an idle server waits until the batch fills or its oldest job has waited that long) and
+several servers behind a dispatcher (``random``, ``round_robin``, ``jsq``).
 
-* :func:`linear_time` - tau[b] = alpha b + tau0 (the paper's model);
-* :func:`table_time` - tau[b] = b / throughput[b] from a measured table, linear between
-  the measured batch sizes and along the end segments beyond them;
-* :func:`engine_time` - the latency of an inference workload graph for batch b, run by
-  the engine on the platform (computed once per batch size).
+Invariant: with one server, random or round-robin dispatch each server's arrivals are
+known in advance, so one actor per server does one execution per batch; join-the-
+shortest-queue needs the queues at every arrival, so one controller also wakes at
+arrivals and reproduces the per-server path bit for bit on one server.
 
-Serving options users expect: ``max_delay`` (Triton / TF-Serving): an idle server with
-fewer than ``max_batch`` jobs waits until the batch fills or its oldest job has waited
-``max_delay``; several servers behind a dispatcher (``random``, ``round_robin``,
-``jsq`` = join the shortest queue).
-
-How it runs on SimGrid: with one server, or random / round-robin dispatch, each server's
-arrivals are known in advance, so one actor per server does one execution per batch
-(and one sleep when it idles): about 2 wake-ups per batch. Join-the-shortest-queue
-needs the servers' queues at every arrival, so one controller also wakes at arrivals.
+Guide: docs/serving.md.
 """
 
 from __future__ import annotations

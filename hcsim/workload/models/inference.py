@@ -1,24 +1,14 @@
 """Inference steps of a transformer as workload graphs: prefill and decode, tensor-parallel.
 
-A **prefill** step runs ``batch`` prompts of ``context`` tokens through the model
-(``tokens = batch·context``, attention over the prompt) and writes their KV cache; a
-**decode** step produces one token for each of ``batch`` sequences whose KV cache holds
-``context`` tokens: every block reads its weights and its KV cache
-(:func:`hcsim.workload.models.ops.block_operators` with ``phase="decode"``), which makes
-decode memory-bound: per step the bytes are about the weights plus the KV cache
-(``2·layers·kv_heads·d·context·batch·b``).
-
-**Tensor parallelism** (Megatron): each block's operators run on every rank of a TP group
-with the per-rank FLOPs and bytes of :mod:`.ops`, and an allreduce of the block's output
-(``tokens·h·b`` bytes per rank) follows the attention and the MLP; the vocabulary-parallel
-embedding is followed by one too, and the LM head by an allgather of the logits
-(``tokens_out·ceil(V/tp)·b`` per rank; prefill computes logits for the last token of
-each prompt only). The XPUs are split into ``len(ranks)/tp`` replicas (consecutive
-ranks form a group), each serving its own ``batch``.
-
-Each rank's operators of one block are one data block whose footprint is the block's
-weights and KV cache on that rank, so the engine's placement keeps what fits in the
-XPU's memory and serves the rest from remote memory (coherent or not) as for training.
+:func:`inference_step` builds one step on the given ranks: a **prefill** runs ``batch``
+prompts of ``context`` tokens and writes their KV cache; a **decode** produces one
+token for each of ``batch`` sequences whose KV cache holds ``context`` tokens, reading
+every block's weights and KV cache (memory-bound). With tensor parallelism (Megatron)
+each block's operators run on every rank of a TP group, an allreduce follows the
+attention and the MLP (and the embedding), and the LM head's logits are allgathered; the
+XPUs are split into ``len(ranks)/tp`` replicas of consecutive ranks, each serving its
+own ``batch``. Each rank's block is one data block (its weights and KV cache), placed
+local or remote by the engine as for training.
 
 Example: a decode step of LLaMA2-7B at batch 8, KV length 4096, on two XPUs::
 
@@ -27,6 +17,8 @@ Example: a decode step of LLaMA2-7B at batch 8, KV length 4096, on two XPUs::
     >>> w = inference_step(load_model("llama2-7b"), ["x0", "x1"], batch=8, context=4096)
     >>> w.graph["phase"], w.graph["tp"], sum(d["type"] == "comm" for _, d in w.nodes(data=True))
     ('decode', 2, 66)
+
+Guide: docs/models.md, "Inference".
 """
 
 from __future__ import annotations

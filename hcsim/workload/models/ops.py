@@ -1,54 +1,20 @@
 """Per-operator FLOPs, memory traffic, parameters and activations of a transformer.
 
-One block, the input embedding and the head are lists of :class:`Operator` for ``t``
-tokens on one tensor-parallel (TP) rank (Megatron split: Q/K/V and gate/up by columns,
-out and down by rows, heads split across ranks, vocabulary-parallel embedding and head;
-norms, residual adds and the router are replicated). ``b`` is the bytes per value of
-the model's precision; ``h`` hidden, ``q = heads·d`` and ``kv = kv_heads·d`` the query
-and key/value widths, ``I`` the MLP width, ``c`` the attention context, ``tp`` the TP
-degree (KV heads are replicated when ``tp > kv_heads``: ``kv_r = max(kv_heads/tp, 1)·d``).
+:func:`block_operators`, :func:`embedding_operators` and :func:`head_operators` list
+one block, the input embedding and the head as :class:`Operator` objects for ``t``
+tokens on one tensor-parallel rank (Megatron split: Q/K/V and gate/up by columns, out
+and down by rows, heads split across ranks, vocabulary-parallel embedding and head;
+norms, residual adds and the router replicated), for a training pass, a prefill or a
+decode step. A GEMM ``m x k x n`` costs ``2mnk`` FLOPs forward and ``4mnk`` backward;
+the attention core is counted FlashAttention-style over the full square; decode reads
+the KV cache; memory-bound operators move their reads plus writes; MoE experts assume
+balanced routing.
 
-**GEMM** ``[m x k] @ [k x n]`` (every linear): forward ``2mnk`` FLOPs, backward ``4mnk``
-(input gradient and weight gradient, ``2mnk`` each). Bytes: forward reads the weight and
-the input and writes the output, ``b(kn + mk + mn)``; backward reads the weight, the
-input and the output gradient and writes the input and weight gradients,
-``2b(kn + mk + mn)``.
+Invariant: training FLOPs of a whole model equal ``6 x (matmul parameters) x tokens +
+12 x L x s x q x tokens`` plus the memory-bound operators (tested to 1e-12); biases count
+in parameters and weight bytes, not in FLOPs.
 
-* ``attn.qkv``: ``m = t``, ``k = h``, ``n = (q + 2·kv)/tp``; ``attn.out``: ``k = q/tp``, ``n = h``;
-* ``mlp.up``: ``n = 2I/tp`` gated (gate and up fused, as Table 4's "Linear (up)") or ``I/tp``;
-  ``mlp.down``: ``k = I/tp``, ``n = h``;
-* ``head.lm``: ``n = ceil(V/tp)``.
-
-**Attention core** (``attn.core``, FlashAttention-style: the ``c x c`` scores stay on
-chip): ``QK^T`` and ``AV`` are ``2·t·c·d`` FLOPs per head each, so forward
-``4·t·c·q/tp`` and backward twice that. The full square is counted (no causal halving),
-as Table 4 and the ``6N + 12·L·s·h`` rule do. Bytes: train/prefill read Q, K, V and
-write O, ``b·t·(2q/tp + 2kv_r)``. **Decode** (``t = batch``
-new tokens, ``c`` = KV length): the same FLOPs with ``t = b``, and the KV cache is read:
-``2·t·c·kv_r·b`` bytes (:attr:`Operator.kv_cache_bytes`), plus Q, O and the new K, V.
-Summed over the blocks at ``tp = 1`` that is ``2·L·kv_heads·d·c·batch·b``.
-
-**Memory-bound operators** (norms, residual adds, activations, the loss): FLOPs per
-element 4 (norm), 1 (add), 4 (activation: SiLU·mul or GELU), 5 (softmax cross-entropy);
-bytes are reads plus writes: norm ``2·t·h·b``, add ``3·t·h·b``, gated activation
-``3·t·I/tp·b`` (GELU ``2·t·I/tp·b``). Backward: twice the forward FLOPs and bytes.
-
-**MoE** (``moe.router``, ``moe.experts``): the router is a GEMM ``t x h x E`` (replicated).
-With balanced routing every expert-parallel (EP) rank processes ``t·top_k``
-token-expert pairs (each of ``ep`` ranks sends ``t·top_k`` pairs, spread over ``ep``
-ranks), so the experts' FLOPs are ``2·t·top_k·mats·h·I_e/tp`` forward (``mats`` 3 gated,
-2 GELU) whatever ``ep``; their weights are ``E/ep`` experts per rank, of which a step
-touches ``E/ep·(1 - (1 - top_k/E)^(t·ep))`` in expectation (uniform routing: all of them
-once tokens are many; few in a small decode batch).
-
-**Embedding** (vocabulary-parallel): no FLOPs forward; reads ``t`` rows and writes the
-output, ``2·t·h·b`` bytes; backward scatters the gradient (``t·h`` FLOPs).
-
-**Activations kept for the backward pass** (train only): the input of every GEMM, norm
-and activation; Q, K, V, O and the softmax statistics (4 bytes per head and token) for
-the attention core; 0 for inference phases (whose backward FLOPs and bytes are 0 too).
-
-Biases (GPT-style) are counted in parameters and weight bytes, not in FLOPs.
+Every formula: docs/models.md, "Operator formulas".
 """
 
 from __future__ import annotations
@@ -57,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from hcsim.errors import HcsimError
+from hcsim.workload.models.precision import TrainingPrecision, training_precision
 from hcsim.workload.models.spec import TransformerSpec
 
 __all__ = [
@@ -86,6 +53,12 @@ class Operator:
     activation_bytes: float  # kept for the backward pass, per TP rank
     kv_cache_bytes: float = 0.0  # decode: the part of fwd_bytes that reads the KV cache
     weight_bytes: float = 0.0  # the part of fwd_bytes that reads weights
+    # shapes for a calibrated compute model (not used by the ideal model's sums):
+    gemm: tuple[int, int, int] | None = None  # (m, n, k) of the forward GEMM per rank (linear, router, experts)
+    attention: tuple[int, int, int, int, int, bool] | None = (
+        None  # (batch, seq_q, seq_kv, heads/rank, head_dim, causal)
+    )
+    precision: str | None = None  # the operator's own precision when it differs by operator (fp8/bf16 training)
 
 
 def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
@@ -100,13 +73,17 @@ def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
             f"tp {tp} and the {spec.kv_heads} KV heads of {spec.name} do not divide each other "
             "(valid: tp divides kv_heads, or kv_heads divides tp and KV heads are replicated)"
         )
-    if spec.intermediate % tp and not (spec.is_moe and spec.moe_every == 1):
+    if spec.intermediate % tp and not (spec.is_moe and spec.moe_every == 1 and not spec.first_dense):
         raise HcsimError(f"tp {tp} does not divide the MLP width {spec.intermediate} of {spec.name}")
     if spec.is_moe:
         if spec.expert_intermediate % tp:
             raise HcsimError(f"tp {tp} does not divide the expert width {spec.expert_intermediate} of {spec.name}")
         if spec.experts % ep:
             raise HcsimError(f"ep {ep} does not divide the {spec.experts} experts of {spec.name}")
+        if spec.shared_intermediate % tp:
+            raise HcsimError(
+                f"tp {tp} does not divide the shared-expert width {spec.shared_intermediate} of {spec.name}"
+            )
     elif ep != 1:
         raise HcsimError(f"ep {ep} needs a mixture-of-experts model; {spec.name} is dense (valid: ep 1)")
 
@@ -116,8 +93,26 @@ def kv_heads_per_rank(spec: TransformerSpec, tp: int) -> int:
     return max(spec.kv_heads // tp, 1)
 
 
-def _linear(name: str, m: float, k: int, n: int, b: int, params: int, train: bool, *, kind: str = "linear") -> Operator:
-    fwd_bytes = b * (k * n + m * k + m * n)
+def _linear(
+    name: str,
+    m: float,
+    k: int,
+    n: int,
+    b: int,
+    params: int,
+    train: bool,
+    *,
+    kind: str = "linear",
+    operand: int | None = None,
+    precision: str | None = None,
+) -> Operator:
+    """A GEMM; ``operand``: bytes of its inputs and weight when they differ from ``b`` (FP8 GEMMs)."""
+    if operand is None:
+        fwd_bytes = b * (k * n + m * k + m * n)
+        weight = b * k * n
+    else:
+        fwd_bytes = operand * (k * n + m * k) + b * m * n
+        weight = operand * k * n
     return Operator(
         name,
         kind,
@@ -127,11 +122,15 @@ def _linear(name: str, m: float, k: int, n: int, b: int, params: int, train: boo
         2.0 * fwd_bytes if train else 0.0,
         params,
         float(b * m * k) if train else 0.0,
-        weight_bytes=float(b * k * n),
+        weight_bytes=float(weight),
+        gemm=(int(m), int(n), int(k)),
+        precision=precision,
     )
 
 
-def _memory_bound(name: str, kind: str, flops: float, nbytes: float, params: int, saved: float, train: bool):
+def _memory_bound(
+    name: str, kind: str, flops: float, nbytes: float, params: int, saved: float, train: bool, precision: str | None
+):
     return Operator(
         name,
         kind,
@@ -141,7 +140,23 @@ def _memory_bound(name: str, kind: str, flops: float, nbytes: float, params: int
         2.0 * nbytes if train else 0.0,
         params,
         saved if train else 0.0,
+        precision=precision,
     )
+
+
+class _Widths:
+    """Bytes per value and per-operator precisions of one call (legacy: the spec's, no per-op precision)."""
+
+    def __init__(self, spec: TransformerSpec, precision: str | TrainingPrecision | None) -> None:
+        if precision is None:
+            self.b, self.operand, self.gemm, self.other = spec.bytes_per_value, None, None, None
+            return
+        policy = precision if isinstance(precision, TrainingPrecision) else training_precision(precision)
+        self.b = policy.value_bytes
+        self.operand = None if policy.operand_bytes == policy.value_bytes else policy.operand_bytes
+        legacy = policy.legacy
+        self.gemm = None if legacy else policy.gemm
+        self.other = None if legacy else ("fp32" if policy.name == "fp32" else "bf16")
 
 
 def _check_phase(spec: TransformerSpec, tokens: int, phase: str, context: int | None) -> int:
@@ -167,25 +182,39 @@ def block_operators(
     layer: int = 0,
     context: int | None = None,
     phase: str = "train",
+    precision: str | TrainingPrecision | None = None,
+    sequences: int | None = None,
 ) -> list[Operator]:
-    """One transformer block for ``tokens`` tokens on one TP rank (see the module docstring).
+    """One transformer block for ``tokens`` tokens on one TP rank (formulas: docs/models.md, "Operator formulas").
 
     ``layer`` picks a dense or MoE block (``moe_every``); ``phase`` "train", "prefill" or
     "decode" (decode: ``tokens`` = batch, ``context`` = KV length; train and prefill:
     ``context`` = the sequence length each token attends over, default
-    ``min(spec.sequence, tokens)``).
+    ``min(spec.sequence, tokens)``). ``precision``: a training precision (fp32, fp16,
+    bf16, fp8; default the spec's): fp8 reads GEMM operands as 1 byte. ``sequences``: the
+    sequences the tokens belong to (the attention shape's batch; default ``tokens // context``,
+    which context parallelism, where a rank holds 1/cp of each sequence, sets explicitly).
     """
     check_layout(spec, tp, ep)
     c = _check_phase(spec, tokens, phase, context)
     train = phase == "train"
-    t, h, b, d = tokens, spec.hidden, spec.bytes_per_value, spec.head_dim
+    w = _Widths(spec, precision)
+    t, h, b, d = tokens, spec.hidden, w.b, spec.head_dim
     q = spec.q_dim // tp
     kv = kv_heads_per_rank(spec, tp) * d
     bias = spec.bias
     norm_params = spec.norm_parameters()
-    ops = [_memory_bound("norm1", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train)]
-    ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train))
+    lin = {"operand": w.operand, "precision": w.gemm}
+    ops = [_memory_bound("norm1", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other)]
+    ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train, **lin))
+    c = spec.attention_window(layer, c)  # a sliding-window block attends its window only
     core_flops = 4.0 * t * c * q
+    heads = spec.heads // tp
+    if phase == "decode":
+        shape = (t, 1, c, heads, d, False)
+    else:
+        batch = max(1, t // c) if sequences is None else sequences
+        shape = (batch, t // batch, c, heads, d, True)
     if phase == "decode":
         kv_read = 2.0 * t * c * kv * b
         core_bytes = kv_read + b * t * (2 * q + 2 * kv)  # + read Q, write O, write the new K and V
@@ -204,21 +233,23 @@ def block_operators(
             0,
             saved if train else 0.0,
             kv_cache_bytes=kv_read,
+            attention=shape,
+            precision=w.other,
         )
     )
-    ops.append(_linear("attn.out", t, q, h, b, q * h + (h if bias else 0), train))
-    ops.append(_memory_bound("add1", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train))
-    ops.append(_memory_bound("norm2", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train))
+    ops.append(_linear("attn.out", t, q, h, b, q * h + (h if bias else 0), train, **lin))
+    ops.append(_memory_bound("add1", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
+    ops.append(_memory_bound("norm2", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other))
     if spec.is_moe_layer(layer):
-        ops += _moe(spec, t, tp, ep, train)
+        ops += _moe(spec, t, tp, ep, train, w)
     else:
         inner = spec.intermediate // tp
         up = 2 * inner if spec.gated_mlp else inner
-        ops.append(_linear("mlp.up", t, h, up, b, h * up + (up if bias else 0), train))
+        ops.append(_linear("mlp.up", t, h, up, b, h * up + (up if bias else 0), train, **lin))
         act_bytes = (up + inner) * t * b
-        ops.append(_memory_bound("mlp.act", "elementwise", 4.0 * t * inner, act_bytes, 0, up * t * b, train))
-        ops.append(_linear("mlp.down", t, inner, h, b, inner * h + (h if bias else 0), train))
-    ops.append(_memory_bound("add2", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train))
+        ops.append(_memory_bound("mlp.act", "elementwise", 4.0 * t * inner, act_bytes, 0, up * t * b, train, w.other))
+        ops.append(_linear("mlp.down", t, inner, h, b, inner * h + (h if bias else 0), train, **lin))
+    ops.append(_memory_bound("add2", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
     return ops
 
 
@@ -228,17 +259,21 @@ def touched_experts(spec: TransformerSpec, tokens: int, ep: int = 1) -> float:
     return per_rank * (1.0 - (1.0 - spec.top_k / spec.experts) ** (tokens * ep))
 
 
-def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool) -> list[Operator]:
-    h, b, experts = spec.hidden, spec.bytes_per_value, spec.experts
-    router = _linear("moe.router", t, h, experts, b, h * experts, train, kind="router")
+def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool, w: _Widths) -> list[Operator]:
+    h, b, experts = spec.hidden, w.b, spec.experts
+    router = _linear("moe.router", t, h, experts, b, h * experts, train, kind="router", precision=w.other)
     inner = spec.expert_intermediate // tp
     up = 2 * inner if spec.gated_mlp else inner
     pairs = t * spec.top_k  # token-expert pairs on this EP rank (balanced routing)
     per_expert = h * up + inner * h + ((up + h) if spec.bias else 0)
     held = (experts // ep) * per_expert
     touched = touched_experts(spec, t, ep) if not train else experts // ep
-    weights = touched * per_expert * b
-    acts = pairs * b * (h + up + up + inner + inner + h)  # up: read x, write; act: read, write; down: read, write
+    operand = b if w.operand is None else w.operand
+    weights = touched * per_expert * operand
+    if w.operand is None:
+        acts = pairs * b * (h + up + up + inner + inner + h)  # up: read x, write; act: read, write; down: read, write
+    else:  # fp8 GEMMs read their inputs as 1 byte
+        acts = pairs * (operand * h + b * up + b * up + b * inner + operand * inner + b * h)
     flops = 2.0 * pairs * (h * up + inner * h) + 4.0 * pairs * inner
     fwd_bytes = weights + acts
     expert_op = Operator(
@@ -251,16 +286,36 @@ def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool) -> list[O
         held,
         pairs * b * (h + up + inner) if train else 0.0,
         weight_bytes=weights,
+        gemm=(int(pairs), int(up), int(h)),  # the up projection's shape (down: k = inner, n = h)
+        precision=w.gemm,
     )
-    return [router, expert_op]
+    out = [router, expert_op]
+    if spec.shared_intermediate:  # shared expert(s): a dense MLP every token goes through, TP-split, no dispatch
+        sh = spec.shared_intermediate // tp
+        sh_up = 2 * sh if spec.gated_mlp else sh
+        lin = {"operand": w.operand, "precision": w.gemm}
+        bias = spec.bias
+        out.append(_linear("moe.shared.up", t, h, sh_up, b, h * sh_up + (sh_up if bias else 0), train, **lin))
+        act = (sh_up + sh) * t * b
+        out.append(_memory_bound("moe.shared.act", "elementwise", 4.0 * t * sh, act, 0, sh_up * t * b, train, w.other))
+        out.append(_linear("moe.shared.down", t, sh, h, b, sh * h + (h if bias else 0), train, **lin))
+    return out
 
 
-def embedding_operators(spec: TransformerSpec, tokens: int, *, tp: int = 1, phase: str = "train") -> list[Operator]:
+def embedding_operators(
+    spec: TransformerSpec,
+    tokens: int,
+    *,
+    tp: int = 1,
+    phase: str = "train",
+    precision: str | TrainingPrecision | None = None,
+) -> list[Operator]:
     """The input embedding (vocabulary-parallel; learned positions added) for ``tokens`` tokens."""
     check_layout(spec, tp)
     _check_phase(spec, tokens, phase, 1)
     train = phase == "train"
-    t, h, b = tokens, spec.hidden, spec.bytes_per_value
+    w = _Widths(spec, precision)
+    t, h, b = tokens, spec.hidden, w.b
     rows = math.ceil(spec.vocab / tp) + spec.position_embeddings
     nbytes = 2.0 * t * h * b
     return [
@@ -273,20 +328,32 @@ def embedding_operators(spec: TransformerSpec, tokens: int, *, tp: int = 1, phas
             2.0 * nbytes if train else 0.0,
             rows * h,
             0.0,
+            precision=w.other,
         )
     ]
 
 
-def head_operators(spec: TransformerSpec, tokens: int, *, tp: int = 1, phase: str = "train") -> list[Operator]:
-    """Final norm, LM head (vocabulary-parallel) and, in training, the softmax cross-entropy loss."""
+def head_operators(
+    spec: TransformerSpec,
+    tokens: int,
+    *,
+    tp: int = 1,
+    phase: str = "train",
+    precision: str | TrainingPrecision | None = None,
+) -> list[Operator]:
+    """Final norm, LM head (vocabulary-parallel) and, in training, the softmax cross-entropy loss.
+
+    Under fp8 the LM head stays a 16-bit GEMM (Megatron's output layer is not a Transformer Engine module).
+    """
     check_layout(spec, tp)
     _check_phase(spec, tokens, phase, 1)
     train = phase == "train"
-    t, h, b = tokens, spec.hidden, spec.bytes_per_value
+    w = _Widths(spec, precision)
+    t, h, b, o = tokens, spec.hidden, w.b, w.other
     vocab = math.ceil(spec.vocab / tp)
-    norm = _memory_bound("head.norm", "norm", 4.0 * t * h, 2.0 * t * h * b, spec.norm_parameters(), t * h * b, train)
-    lm = _linear("head.lm", t, h, vocab, b, 0 if spec.tied_embeddings else h * vocab, train)
+    norm = _memory_bound("head.norm", "norm", 4.0 * t * h, 2.0 * t * h * b, spec.norm_parameters(), t * h * b, train, o)
+    lm = _linear("head.lm", t, h, vocab, b, 0 if spec.tied_embeddings else h * vocab, train, precision=o)
     ops = [norm, lm]
     if train:
-        ops.append(_memory_bound("head.loss", "elementwise", 5.0 * t * vocab, 2.0 * t * vocab * b, 0, 0.0, train))
+        ops.append(_memory_bound("head.loss", "elementwise", 5.0 * t * vocab, 2.0 * t * vocab * b, 0, 0.0, train, o))
     return ops

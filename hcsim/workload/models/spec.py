@@ -4,28 +4,19 @@
 transformer: blocks, hidden width, attention heads and KV heads (grouped-query attention),
 MLP width (SwiGLU's three matrices or a GELU MLP's two), vocabulary, default sequence
 length, precision, and for mixture-of-experts models the experts, top-k and expert width.
-
-Parameter count (``h`` hidden, ``d = h / heads`` head width, ``q = heads·d``,
-``kv = kv_heads·d``, ``I`` MLP width, ``V`` vocabulary, ``L`` blocks):
-
-* attention: ``h·q`` (Q) + ``2·h·kv`` (K, V) + ``q·h`` (out);
-* dense MLP: ``3·h·I`` gated (gate, up, down) or ``2·h·I``;
-* MoE block: ``E·3·h·I_e`` experts + ``h·E`` router; every ``moe_every``-th block is MoE;
-* norms: 2 per block and a final one, ``h`` each (RMSNorm) or ``2h`` (LayerNorm with bias);
-* ``bias`` models (GPT-style) add a bias to every linear: ``q + 2kv + h`` and ``I (+I) + h``;
-* embeddings ``V·h``, the LM head another ``V·h`` unless tied, learned positions
-  ``position_embeddings·h``.
-
-Active parameters count only ``top_k`` of the ``E`` experts per MoE block.
-
-Presets follow the published HuggingFace ``config.json`` files (GPT-3 175B its paper,
-Table 2.1): see :data:`PRESETS`. :func:`load_model` takes a preset name or a
-``config.json`` path (LLaMA / Mistral / Mixtral keys, or GPT-2's ``n_embd`` family)::
+Presets (:data:`PRESETS`) follow the published HuggingFace ``config.json`` files (GPT-3
+175B its paper); :func:`load_model` takes a preset name or a ``config.json`` path
+(LLaMA / Mistral / Mixtral keys, or GPT-2's ``n_embd`` family)::
 
     >>> from hcsim.workload.models import load_model
     >>> m = load_model("llama2-13b")
     >>> round(m.parameters() / 1e9, 2)
     13.02
+
+Invariant: every preset's parameter count is within 1% of the published size (GPT-2
+124M exactly); active parameters count only ``top_k`` of the ``E`` experts.
+
+The parameter formulas and the presets' table: docs/models.md, "The spec", "Presets".
 """
 
 from __future__ import annotations
@@ -36,8 +27,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.registry import Registry
 
-__all__ = ["TransformerSpec", "PRESETS", "load_model", "BYTES_PER_VALUE"]
+__all__ = ["TransformerSpec", "PRESETS", "load_model", "BYTES_PER_VALUE", "model_flops_per_token"]
 
 #: bytes per value of the engine's precisions (bf16 counts as fp16: same width and rate)
 BYTES_PER_VALUE = {"fp16": 2, "fp32": 4}
@@ -45,7 +37,7 @@ BYTES_PER_VALUE = {"fp16": 2, "fp32": 4}
 
 @dataclass(frozen=True)
 class TransformerSpec:
-    """A decoder-only transformer's shape (see the module docstring for the formulas)."""
+    """A decoder-only transformer's shape (the parameter formulas: docs/models.md, "The spec")."""
 
     name: str
     layers: int  # transformer blocks
@@ -64,6 +56,11 @@ class TransformerSpec:
     tied_embeddings: bool = False
     bias: bool = False  # GPT-style: biases on every linear, LayerNorm with bias
     position_embeddings: int = 0  # learned position embedding rows (GPT); 0 = rotary (LLaMA)
+    kv_channels: int = 0  # head width when it is not hidden / heads (HF head_dim, Megatron kv_channels); 0 = h/heads
+    shared_intermediate: int = 0  # MoE blocks: width of the shared expert(s), which every token uses (DeepSeek, Qwen2)
+    first_dense: int = 0  # MoE models: the first blocks are dense (DeepSeek's first_k_dense_replace)
+    sliding_window: int = 0  # keys a query of a sliding-window block attends (gpt-oss); 0 = every block is full
+    sliding_every: int = 0  # blocks 0, k, 2k, ... use the sliding window (gpt-oss: 2, alternating)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -76,14 +73,23 @@ class TransformerSpec:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise HcsimError(f"{who}: {field} {value!r} is invalid (valid: an integer >= 1)")
-        for field in ("experts", "top_k", "expert_intermediate", "position_embeddings"):
+        for field in (
+            "experts", "top_k", "expert_intermediate", "position_embeddings", "kv_channels", "shared_intermediate",
+            "first_dense", "sliding_window", "sliding_every",
+        ):  # fmt: skip
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise HcsimError(f"{who}: {field} {value!r} is invalid (valid: an integer >= 0)")
         if self.precision not in BYTES_PER_VALUE:
             raise HcsimError(f"{who}: precision {self.precision!r} is unknown (valid: fp16, fp32)")
-        if self.hidden % self.heads:
-            raise HcsimError(f"{who}: hidden {self.hidden} is not divisible by heads {self.heads}")
+        if self.hidden % self.heads and not self.kv_channels:
+            raise HcsimError(
+                f"{who}: hidden {self.hidden} is not divisible by heads {self.heads} (valid: set kv_channels)"
+            )
+        if bool(self.sliding_window) != bool(self.sliding_every):
+            raise HcsimError(f"{who}: sliding_window and sliding_every go together (valid: both 0 or both >= 1)")
+        if (self.shared_intermediate or self.first_dense) and not self.experts:
+            raise HcsimError(f"{who}: shared_intermediate and first_dense need experts >= 1 (a mixture of experts)")
         if self.heads % self.kv_heads:
             raise HcsimError(f"{who}: heads {self.heads} is not divisible by kv_heads {self.kv_heads}")
         if self.experts:
@@ -103,7 +109,7 @@ class TransformerSpec:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.kv_channels or self.hidden // self.heads
 
     @property
     def q_dim(self) -> int:
@@ -121,7 +127,13 @@ class TransformerSpec:
 
     def is_moe_layer(self, layer: int) -> bool:
         """Whether block ``layer`` (0-based) is a MoE block: blocks moe_every-1, 2·moe_every-1, ..."""
-        return self.is_moe and (layer + 1) % self.moe_every == 0
+        return self.is_moe and layer >= self.first_dense and (layer + 1) % self.moe_every == 0
+
+    def attention_window(self, layer: int, context: int) -> int:
+        """Keys a query of block ``layer`` attends over a ``context``-token context (the window if it slides)."""
+        if self.sliding_every and layer % self.sliding_every == 0:
+            return min(context, self.sliding_window)
+        return context
 
     def moe_layers(self) -> int:
         return sum(self.is_moe_layer(i) for i in range(self.layers))
@@ -149,6 +161,14 @@ class TransformerSpec:
     def router_parameters(self) -> int:
         return self.hidden * self.experts
 
+    def shared_parameters(self) -> int:
+        """The shared expert(s) of a MoE block (an MLP of width shared_intermediate; 0 without)."""
+        if not self.shared_intermediate:
+            return 0
+        h, inner = self.hidden, self.shared_intermediate
+        mats = 3 if self.gated_mlp else 2
+        return mats * h * inner + ((inner * (mats - 1) + h) if self.bias else 0)
+
     def embedding_parameters(self) -> int:
         """Input embedding (and learned positions)."""
         return self.vocab * self.hidden + self.position_embeddings * self.hidden
@@ -162,7 +182,7 @@ class TransformerSpec:
         common = 2 * self.norm_parameters() + self.attention_parameters()
         if self.is_moe_layer(layer):
             used = self.top_k if active else self.experts
-            return common + self.router_parameters() + used * self.expert_parameters()
+            return common + self.router_parameters() + used * self.expert_parameters() + self.shared_parameters()
         return common + self.mlp_parameters()
 
     def parameters(self) -> int:
@@ -188,33 +208,83 @@ def _llama(name: str, layers: int, hidden: int, heads: int, kv: int, inner: int,
     return TransformerSpec(name, layers, hidden, heads, kv, inner, vocab, seq, **kw)
 
 
-#: Published shapes (HuggingFace config.json: meta-llama/Llama-2-*-hf, Meta-Llama-3-*, Llama-3.1-405B,
-#: mistralai/Mixtral-8x7B-v0.1; GPT-3: Brown et al. 2020, Table 2.1, GELU MLP of 4h, tied, learned positions)
-PRESETS: dict[str, TransformerSpec] = {
-    "llama2-7b": _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
-    "llama2-13b": _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
-    "llama2-70b": _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
-    "llama3-8b": _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
-    "llama3-70b": _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
-    "llama3-405b": _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
-    "mixtral-8x7b": _llama(
-        "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, top_k=2, expert_intermediate=14336
-    ),
-    "gpt3-175b": TransformerSpec(
-        "gpt3-175b",
-        96,
-        12288,
-        96,
-        96,
-        4 * 12288,
-        50257,
-        2048,
-        gated_mlp=False,
-        tied_embeddings=True,
-        bias=True,
-        position_embeddings=2048,
-    ),
-}
+def _gpt(name: str, layers: int, hidden: int, heads: int, seq: int = 2048) -> TransformerSpec:
+    """Megatron / NeMo GPT: GELU MLP of 4h, biases, tied embeddings, learned positions, GPT-2 vocabulary."""
+    return TransformerSpec(
+        name, layers, hidden, heads, heads, 4 * hidden, 50257, seq,
+        gated_mlp=False, tied_embeddings=True, bias=True, position_embeddings=seq,
+    )  # fmt: skip
+
+
+def _nemotron(name: str, layers: int, hidden: int, heads: int, kv: int, inner: int) -> TransformerSpec:
+    """NeMo Nemotron: squared-ReLU MLP (two matrices), no linear biases, untied, rotary, 256k vocabulary."""
+    return TransformerSpec(name, layers, hidden, heads, kv, inner, 256000, 4096, gated_mlp=False)
+
+
+#: Published shapes. LLaMA: HuggingFace config.json of meta-llama/Llama-2-{7b,13b,70b}-hf,
+#: Meta-Llama-3-{8B,70B}, Llama-3.1-405B; Mixtral: mistralai/Mixtral-8x7B-v0.1. GPT-3: NeMo 2
+#: ``nemo/collections/llm/gpt/model/base.py`` GPTConfig5B (24 layers, 4096, 32 heads), GPTConfig20B
+#: (44, 6144, 48), GPTConfig175B (96, 12288, 96; = Brown et al. 2020, Table 2.1), seq 2048, ffn 4h,
+#: GELU, learned positions, tied, vocabulary GPT-2's 50257 (Megatron pads it to a multiple of 128 x TP).
+#: Nemotron: NeMo 2 ``nemo/collections/llm/gpt/model/nemotron.py`` Nemotron3Config8B (32, 4096, 32 heads,
+#: ffn 16384, MHA), Nemotron3Config22B (40, 6144, 48, 24576, MHA), Nemotron4Config15B (32, 6144, 48 heads,
+#: 8 groups, 24576), Nemotron4Config340B (96, 18432, 96 heads, 8 groups, 73728), squared ReLU, seq 4096,
+#: vocabulary 256000 (HF nvidia/Nemotron-4-340B-Base); their LayerNorm biases are not counted (h, not 2h).
+#: gpt-oss-120b: HF openai/gpt-oss-120b config.json: 36 layers, hidden 2880, 64 heads of 64, 8 KV heads,
+#: 128 experts of 2880 (SwiGLU), top-4, vocabulary 201088, untied, sliding window 128 on every other
+#: layer (layer_types), initial context 4096; its attention and expert biases and attention sinks are
+#: not counted.
+PRESETS: Registry[TransformerSpec] = Registry(
+    "model",
+    {
+        "llama2-7b": _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
+        "llama2-13b": _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
+        "llama2-70b": _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
+        "llama3-8b": _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
+        "llama3-70b": _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
+        "llama3-405b": _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
+        "mixtral-8x7b": _llama(
+            "mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, top_k=2, expert_intermediate=14336
+        ),
+        "gpt3-175b": TransformerSpec(
+            "gpt3-175b",
+            96,
+            12288,
+            96,
+            96,
+            4 * 12288,
+            50257,
+            2048,
+            gated_mlp=False,
+            tied_embeddings=True,
+            bias=True,
+            position_embeddings=2048,
+        ),
+        "gpt3-5b": _gpt("gpt3-5b", 24, 4096, 32),
+        "gpt3-20b": _gpt("gpt3-20b", 44, 6144, 48),
+        "nemotron-8b": _nemotron("nemotron-8b", 32, 4096, 32, 32, 16384),
+        "nemotron-15b": _nemotron("nemotron-15b", 32, 6144, 48, 8, 24576),
+        "nemotron-22b": _nemotron("nemotron-22b", 40, 6144, 48, 48, 24576),
+        "nemotron-340b": _nemotron("nemotron-340b", 96, 18432, 96, 8, 73728),
+        "gpt-oss-120b": TransformerSpec(
+            "gpt-oss-120b",
+            36,
+            2880,
+            64,
+            8,
+            2880,
+            201088,
+            4096,
+            experts=128,
+            top_k=4,
+            expert_intermediate=2880,
+            kv_channels=64,
+            sliding_window=128,
+            sliding_every=2,
+        ),  # fmt: skip
+    },
+    valid="a config.json file or one of {}",
+)
 
 _DTYPES = {"float16": "fp16", "bfloat16": "fp16", "float32": "fp32", "fp16": "fp16", "bf16": "fp16", "fp32": "fp32"}
 _GATED_ACTS = ("silu", "swiglu", "swish")
@@ -226,7 +296,7 @@ def load_model(name_or_path: str | os.PathLike[str]) -> TransformerSpec:
     if key.lower() in PRESETS:
         return PRESETS[key.lower()]
     if not key.endswith(".json") and not os.path.exists(key):
-        raise HcsimError(f"model {key!r} is unknown (valid: a config.json file or one of {', '.join(PRESETS)})")
+        raise PRESETS.unknown(key)
     try:
         with open(key, encoding="utf-8") as f:
             config = json.load(f)
@@ -242,7 +312,17 @@ def load_model(name_or_path: str | os.PathLike[str]) -> TransformerSpec:
 
 
 def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "config") -> TransformerSpec:
-    """The spec of a HuggingFace config dict (LLaMA / Mistral / Mixtral keys, or GPT-2's)."""
+    """The spec of a HuggingFace config dict (LLaMA / Mistral / Mixtral keys, or GPT-2's).
+
+    Also read: ``head_dim`` (when not hidden / heads); the MoE spellings of Mixtral
+    (``num_local_experts``, ``num_experts_per_tok``), Qwen3-MoE (``num_experts``,
+    ``moe_intermediate_size``, ``decoder_sparse_step``), DeepSeek (``n_routed_experts``,
+    ``moe_intermediate_size``, ``first_k_dense_replace``, ``n_shared_experts``,
+    ``moe_layer_freq``), Qwen2-MoE's ``shared_expert_intermediate_size`` and gpt-oss's
+    ``experts_per_token`` and alternating ``layer_types`` with ``sliding_window``. What
+    the spec cannot express is refused in one line (multi-head latent attention, MoE
+    blocks listed by ``mlp_only_layers``, other sliding-window patterns).
+    """
 
     def get(*keys: str, default: Any = None, required: bool = True) -> Any:
         for k in keys:
@@ -263,8 +343,11 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
     intermediate = get("intermediate_size", "n_inner", default=4 * hidden, required=not gpt2)
     vocab = get("vocab_size")
     sequence = get("max_position_embeddings", "n_positions", "n_ctx")
-    experts = get("num_local_experts", "num_experts", default=0, required=False)
-    top_k = get("num_experts_per_tok", default=(2 if experts else 0), required=False) if experts else 0
+    experts = get("num_local_experts", "num_experts", "n_routed_experts", default=0, required=False)
+    top_k = (
+        get("num_experts_per_tok", "experts_per_token", default=(2 if experts else 0), required=False) if experts else 0
+    )
+    extra = _hf_extras(config, source, get, hidden, heads, layers, intermediate, experts)
     act = config.get("hidden_act", config.get("activation_function", "silu" if not gpt2 else "gelu"))
     dtype = config.get("torch_dtype") or "float32"  # transformers' default when the config names none
     if dtype not in _DTYPES:
@@ -288,13 +371,103 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
             gated_mlp=str(act).lower() in _GATED_ACTS,
             experts=experts,
             top_k=top_k,
-            expert_intermediate=intermediate if experts else 0,
+            expert_intermediate=(extra.pop("expert_intermediate", intermediate) if experts else 0),
             tied_embeddings=tied,
             bias=gpt2,
             position_embeddings=sequence if gpt2 else 0,
+            **extra,
         )
     except HcsimError as exc:
         raise HcsimError(f"model config '{source}': {str(exc).split(': ', 1)[-1]}") from None
+
+
+def _hf_extras(
+    config: dict[str, Any], source: str, get: Any, hidden: int, heads: int, layers: int, intermediate: int, experts: int
+) -> dict[str, Any]:
+    """The issue-24 keys of a HuggingFace config: head_dim, the MoE spellings, sliding windows (see from_hf_config)."""
+    out: dict[str, Any] = {}
+    head_dim = get("head_dim", default=0, required=False)
+    if head_dim and head_dim * heads != hidden:
+        out["kv_channels"] = head_dim
+    for key in ("kv_lora_rank", "q_lora_rank"):
+        if config.get(key):
+            raise HcsimError(
+                f"model config '{source}': {key} (multi-head latent attention, DeepSeek-V2/V3) is not modelled "
+                "(valid: grouped-query attention models)"
+            )
+    if experts:
+        width = get("moe_intermediate_size", default=0, required=False)
+        if width:
+            out["expert_intermediate"] = width
+        step = get("decoder_sparse_step", "moe_layer_freq", default=1, required=False)
+        if step != 1:
+            out["moe_every"] = step
+        first = config.get("first_k_dense_replace") or 0
+        if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+            raise HcsimError(f"model config '{source}': first_k_dense_replace {first!r} is invalid (valid: >= 0)")
+        if first:
+            out["first_dense"] = first
+        if config.get("mlp_only_layers"):
+            raise HcsimError(
+                f"model config '{source}': mlp_only_layers {config['mlp_only_layers']!r} is not modelled "
+                "(valid: an empty list; MoE blocks every decoder_sparse_step)"
+            )
+        shared = get("n_shared_experts", default=0, required=False)
+        if shared:
+            out["shared_intermediate"] = shared * (width or intermediate)
+        shared_width = get("shared_expert_intermediate_size", default=0, required=False)
+        if shared_width:
+            out["shared_intermediate"] = shared_width
+    kinds = config.get("layer_types")
+    window = config.get("sliding_window")
+    if kinds and window and any(k == "sliding_attention" for k in kinds):
+        sliding = [i for i, k in enumerate(kinds) if k == "sliding_attention"]
+        every = sliding[1] - sliding[0] if len(sliding) > 1 else layers
+        if sliding[0] != 0 or sliding != list(range(0, layers, every)) or len(kinds) != layers:
+            raise HcsimError(
+                f"model config '{source}': layer_types has sliding-window blocks {sliding[:6]}... that are not "
+                "every k-th block from block 0 (valid: such a pattern, e.g. gpt-oss's alternating one)"
+            )
+        out.update(sliding_window=get("sliding_window"), sliding_every=every)
+    elif window and config.get("use_sliding_window"):
+        raise HcsimError(
+            f"model config '{source}': use_sliding_window without layer_types is not modelled "
+            "(valid: layer_types naming the sliding_attention blocks)"
+        )
+    return out
+
+
+def model_flops_per_token(
+    spec: TransformerSpec, sequence: int | None = None, *, convention: str = "megatron", vocab: int | None = None
+) -> float:
+    """Model FLOPs per trained token (forward + backward, no recomputation), as Megatron reports them.
+
+    ``convention`` "megatron" (Megatron-LM ``num_floating_point_operations`` since commit
+    8873b55d, 2025-03-06, and Megatron-Bridge's ``flop_utils.py``): per token
+    ``Σ_layers [6h(q + 2k) + 6qh + 6·g·h·f] + 6hV + 6·q·s`` per layer with causal attention
+    (the core's ``12·q·s`` halved by the causal mask), ``g`` = 3 gated / 2 GELU or squared
+    ReLU, ``f`` the dense width or ``top_k`` x the expert width (+ the shared experts' width)
+    in MoE blocks; the router is not counted. "megatron-2024" (before that commit; NAR's
+    72-factor form): the core counted in full, ``12·q·s``. ``vocab``: the padded vocabulary
+    Megatron uses (default the spec's). Sliding-window blocks count ``6·q·min(s, window)``
+    (``12·q·window``: each query sees ``window`` keys once ``s`` exceeds it; derived, no source).
+    """
+    if convention not in ("megatron", "megatron-2024"):
+        raise HcsimError(f"FLOP convention {convention!r} is unknown (valid: megatron, megatron-2024)")
+    s = spec.sequence if sequence is None else sequence
+    h, q, k = spec.hidden, spec.q_dim, spec.kv_dim
+    g = 3 if spec.gated_mlp else 2
+    core = 6.0 if convention == "megatron" else 12.0
+    total = 0.0
+    for layer in range(spec.layers):
+        if spec.is_moe_layer(layer):
+            width = spec.top_k * spec.expert_intermediate + spec.shared_intermediate
+        else:
+            width = spec.intermediate
+        window = spec.attention_window(layer, s)
+        attended = core * s if window == s else 12.0 * window  # a window's queries each see `window` keys
+        total += 6.0 * h * (q + 2 * k) + 6.0 * q * h + 6.0 * g * h * width + attended * q
+    return total + 6.0 * h * (spec.vocab if vocab is None else vocab)
 
 
 def with_precision(spec: TransformerSpec, precision: str) -> TransformerSpec:

@@ -7,6 +7,8 @@
 * :mod:`.builder`: :func:`training_graph`, one training iteration as a workload graph;
 * :mod:`.factory`: :class:`TrainingWorkload`, that graph as the engine's workload factory;
 * :mod:`.units`: what a fold keeps or drops whole (replicas, EP groups) and their flows.
+
+Guide: docs/parallelism.md.
 """
 
 from hcsim.workload.parallel.builder import training_graph

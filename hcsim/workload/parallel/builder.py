@@ -1,40 +1,36 @@
 """The training iteration of a transformer under a ``dp x tp x pp (x ep)`` layout, as a workload graph.
 
-One iteration is one optimizer step: every pipeline (data-parallel replica) runs ``m``
-microbatches through its stages in the order of the pipeline schedule
-(:mod:`.schedules`), then synchronizes gradients (:mod:`.comms`). Per rank, the
-vertices of the iteration form one chain in schedule order (a rank runs one operator
-at a time, as a GPU stream does), joined across ranks by the collectives:
+:func:`training_graph`: every pipeline (data-parallel replica) runs ``m`` microbatches
+through its stages in the order of the pipeline schedule (:mod:`.schedules`), then
+synchronizes gradients (:mod:`.comms`). A **compute vertex** per part of a unit
+(:mod:`.costs`), pass and microbatch is named ``{xpu}/F{mb}.{unit}.{part}`` (``B`` for
+backward) and shares the unit's data block ``{xpu}/{unit}``; **TP** collectives
+(``tp{d}.{p}/...``), **EP** all-to-alls (``ep...``), **PP** p2p (``pp{d}.{t}/F{mb}.s{p}``)
+and the **DP/ZeRO** gradient collectives (``dp.{p}.{t}/{unit}...``) join the ranks.
 
-* a **compute vertex** per part of a unit (:mod:`.costs`), pass and microbatch, named
-  ``{xpu}/F{mb}.{unit}.{part}`` (``B`` for backward): ``flops``, ``mem_bytes``,
-  ``footprint`` (on the unit's first vertex: its training state and kept
-  activations; the unit's vertices share its data block ``{xpu}/{unit}``, placed local
-  or remote by the engine's placement as for any workload);
-* **TP** collectives among the stage's ranks around each half (``tp{d}.{p}/...``),
-  **EP** all-to-alls among the EP group (``ep...``), **PP** p2p between consecutive
-  stages (``pp{d}.{t}/F{mb}.s{p}``), and the **DP/ZeRO** gradient collectives per unit
-  (``dp.{p}.{t}/{unit}...``), whose results the next iteration's first forward of the
-  unit waits for (a ``skip_first_iteration`` edge); each rank's next iteration also
-  waits for the end of its chain.
+Invariant: per rank, the vertices of an iteration form one chain in schedule order (a
+rank runs one operator at a time, as a GPU stream does); the next iteration's first
+forward of a unit waits for its gradients (a ``skip_first_iteration`` edge), and each
+rank's next iteration for the end of its chain.
 
-The graph carries ``samples_per_iteration`` (``dp x m x micro_batch`` sequences) and
-``layout``. ZeRO-3 gathers parameters once per pass (not per microbatch). Vertices of
-one rank are checked when built; the rest are copies with other locations.
+Guide: docs/parallelism.md, "The graph".
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.workload.builders import _gc_paused
 from hcsim.workload.graph import Workload
-from hcsim.workload.parallel.comms import DP_SYNC, TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
-from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, fold, state_bytes
+from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
+from hcsim.workload.parallel.costs import RECOMPUTE, Part, UnitCost, block_cost, fold, state_bytes
+from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
-from hcsim.workload.parallel.schedules import in_flight, schedule
+from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
 __all__ = ["training_graph"]
 
@@ -66,6 +62,14 @@ def training_graph(
     ops: Any = None,
     name: str | None = None,
     group: int | None = None,
+    precision: str | None = None,
+    grad_reduce_in_fp32: bool = True,
+    fp8_param_gather: bool = False,
+    recompute: str = "none",
+    operators: bool = False,
+    zero3_every_microbatch: bool = False,
+    overlap_param_gather: bool = False,
+    calibration: Any = None,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -84,12 +88,33 @@ def training_graph(
     groups (each ring keeps the full chunk and step count, as in
     :func:`hcsim.workload.builders.data_parallel`); ZeRO shards and the samples per
     iteration are the full layout's.
+
+    Issue-24 options (docs/training-features.md): ``layout`` may carry ``cp`` (context
+    parallelism: ring attention, gradients reduced over ``dp x cp``) and ``vp`` (model
+    chunks per rank: Megatron's interleaved 1F1B); ``precision``: a training precision
+    (:mod:`hcsim.workload.models.precision`: fp32, fp16, bf16, fp8; default the spec's,
+    as before) with ``grad_reduce_in_fp32`` and ``fp8_param_gather``; ``recompute``:
+    "none", "selective" or "full" (:func:`.costs.block_cost`); ``operators``: each compute
+    vertex carries ``ops``, its ``(Operator, pass)`` pairs (one tuple shared by all copies);
+    ``zero3_every_microbatch`` (with ``zero=3``): FSDP as Megatron-FSDP and PyTorch FSDP run
+    it with gradient accumulation: every microbatch all-gathers each unit's parameters
+    before its forward and again before its backward (prefetched one unit ahead) and
+    reduce-scatters its gradients after its backward; ``overlap_param_gather`` (with ``zero``
+    1 or 2, Megatron's distributed optimizer): the parameter all-gathers leave the gradient
+    stream and run in the next iteration's forward, one unit ahead, once every gradient
+    reduce-scatter of the stage is done (the optimizer step). ``calibration`` (a
+    :class:`~hcsim.calibration.Calibration`): each compute vertex also carries ``seconds``, its
+    operators timed on the calibrated machine's GPU (:func:`hcsim.calibration.machine.vertex_seconds`),
+    which the engine runs instead of the roofline of ``flops`` and ``mem_bytes``.
     """
+    if calibration is not None:
+        operators = True
     full = len(xpus) if group is None else group
     if isinstance(layout, str):
         layout = Layout.parse(layout, full)
     layout.check(full, spec)
     full_dp = layout.dp
+    full_layout = layout
     if full != len(xpus):
         layout, mapping, view = _representatives(layout, len(xpus)), list(xpus), None
     if microbatches is None:
@@ -102,71 +127,171 @@ def training_graph(
     sequence = spec.sequence if sequence is None else sequence
     if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
         raise HcsimError(f"sequence {sequence!r} is invalid (valid: an integer >= 1)")
-    if sequence_parallel and sequence % layout.tp:
+    cp = layout.cp
+    if cp > 1 and sequence % (2 * cp):
+        raise HcsimError(
+            f"context parallelism: sequence {sequence} is not divisible by 2 x cp = {2 * cp} (valid: a sequence "
+            "split into 2 x cp chunks, as Megatron's load-balanced causal split needs)"
+        )
+    if sequence_parallel and (sequence // cp) % layout.tp:
         raise HcsimError(f"sequence parallelism: sequence {sequence} is not divisible by tp={layout.tp}")
-    order_of = schedule(schedule_name)
+    if recompute not in RECOMPUTE:
+        raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
+    if zero3_every_microbatch and zero != 3:
+        raise HcsimError(f"zero3_every_microbatch needs zero=3 (FSDP), not zero={zero}")
+    if overlap_param_gather and zero not in (1, 2):
+        raise HcsimError(f"overlap_param_gather needs zero=1 or 2 (a distributed optimizer), not zero={zero}")
+    if layout.vp > 1:
+        if schedule_name != "1f1b":
+            raise HcsimError(
+                f"schedule {schedule_name!r} has no virtual pipeline stages (valid with vp={layout.vp}: 1f1b, "
+                "Megatron's interleaved schedule)"
+            )
+        vp = layout.vp
+
+        def order_of(stages: int, m: int, stage: int) -> list:
+            return interleaved_1f1b(stages, m, stage, vp)
+    else:
+        order_of = schedule(schedule_name)
+    policy = None
+    if precision is not None:
+        from hcsim.workload.models.precision import training_precision
+
+        policy = training_precision(
+            precision, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather
+        )
     grid = RankGrid(layout, xpus, mapping, view)
+    shown = replace(full_layout, dp=full_dp)
     with _gc_paused():
         builder = _Builder(
             spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence, order_of, zero,
             sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm, full_dp,
+            policy=policy, recompute=recompute, operators=operators, micro_batch=micro_batch, sequence=sequence,
+            full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch,
         )  # fmt: skip
-        w = builder.build(name or f"{spec.name}-{Layout(full_dp, layout.tp, layout.pp, layout.ep)}")
+        builder.gather_forward = overlap_param_gather
+        w = builder.build(name or f"{spec.name}-{shown}")
+        if calibration is not None:
+            _calibrated_seconds(w, calibration, builder.precision)
     dp = full_dp
     w.graph.update(
         samples_per_iteration=dp * microbatches * micro_batch,
         batches_per_iteration=dp * microbatches,
         tokens_per_iteration=dp * microbatches * micro_batch * sequence,
-        layout=str(Layout(full_dp, layout.tp, layout.pp, layout.ep)),
+        layout=str(shown),
         microbatches=microbatches,
         schedule=schedule_name,
         zero=zero,
         sequence_parallel=bool(sequence_parallel),
     )
+    if policy is not None:
+        w.graph["precision"] = policy.name
+    if recompute != "none":
+        w.graph["recompute"] = recompute
     if full != len(xpus):  # a folded run: what the report says it stands for
         w.graph.update(folded_ranks=len(xpus), folded_xpus=full)
     return w
 
 
+def _takes(function: Any, keyword: str) -> bool:
+    """Whether ``function`` takes ``keyword`` (an operator provider written before issue 24 may not)."""
+    import inspect
+
+    try:
+        return keyword in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _calibrated_seconds(w: Workload, calibration: Any, precision: str) -> None:
+    """Give every compute vertex its calibrated ``seconds`` (computed once per shared ``ops`` tuple)."""
+    from hcsim.calibration.machine import vertex_seconds
+
+    known: dict[tuple[int, str], float] = {}
+    for d in w._node.values():  # NetworkX's node dict: every vertex once, no view objects
+        ops = d.get("ops")
+        if ops is None:
+            continue
+        p = d.get("compute_precision", precision)
+        key = (id(ops), p)
+        t = known.get(key)
+        if t is None:
+            t = known[key] = vertex_seconds(ops, p, calibration)
+        d["seconds"] = t
+
+
 def _representatives(layout: Layout, kept: int) -> Layout:
     """The layout of ``kept`` representative XPUs of ``layout``'s system: fewer replicas, whole EP groups."""
-    per_unit = layout.tp * layout.pp * layout.ep
+    per_unit = layout.tp * layout.pp * math.lcm(layout.ep, layout.cp)
     if kept % per_unit or kept > layout.ranks:
+        what = "tp x pp x lcm(ep, cp)" if layout.cp > 1 else "tp x pp x ep"
         raise HcsimError(
             f"a folded run of layout {layout} has {kept} representative XPUs (valid: whole units of "
-            f"tp x pp x ep = {per_unit} XPUs, at most {layout.ranks})"
+            f"{what} = {per_unit} XPUs, at most {layout.ranks})"
         )
-    return Layout(kept // (layout.tp * layout.pp), layout.tp, layout.pp, layout.ep)
+    return replace(layout, dp=kept // (layout.tp * layout.pp * layout.cp))
 
 
-class _Builder:
-    """Walks every rank's schedule once, appending vertices and edges to flat lists."""
+class _Builder(GradientSync):
+    """Walks every rank's schedule once, appending vertices and edges to flat lists.
 
-    def __init__(self, spec, layout, grid, ops, m, tokens, order_of, zero, sp, dp_alg, tp_alg, a2a_alg, full_dp):  # noqa: ANN001, ANN204
-        self.spec, self.layout, self.grid, self.m, self.tokens = spec, layout, grid, m, tokens
+    The data-parallel gradient and parameter collectives it adds last are :class:`GradientSync`'s.
+    """
+
+    # fmt: off
+    def __init__(self, spec, layout, grid, ops, m, tokens, order_of, zero, sp,  # noqa: ANN001, ANN204
+                 dp_alg, tp_alg, a2a_alg, full_dp, *, policy=None, recompute="none",  # noqa: ANN001
+                 operators=False, micro_batch=1, sequence=None, full_replicas=None, fsdp=False):  # noqa: ANN001
+        # fmt: on
+        self.spec, self.layout, self.grid, self.m = spec, layout, grid, m
+        cp, vp = layout.cp, layout.vp
+        self.tokens = tokens = tokens // cp  # per rank: context parallelism splits every sequence cp ways
         self.full_dp = full_dp  # the replicas the graph's stand for (layout.dp unless folded)
+        self.full_replicas = full_dp * cp if full_replicas is None else full_replicas  # ... and their CP slices
         self.zero, self.sp = zero, sp
         self.algorithms = {"dp": dp_alg, "tp": tp_alg, "alltoall": a2a_alg}
-        self.precision = spec.precision
-        self.bpv = spec.bytes_per_value
+        self.policy, self.operators = policy, operators
+        self.precision = spec.precision if policy is None else policy.engine
+        self.bpv = spec.bytes_per_value if policy is None else policy.value_bytes
         tp, ep = layout.tp, layout.ep
-        per_stage = spec.layers // layout.pp
+        per_chunk = spec.layers // layout.pp // vp
         self.orders = [order_of(layout.pp, m, p) for p in range(layout.pp)]
-        # units of each stage: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head"
-        self.units: list[list[tuple[str, Any, str]]] = []
+        if vp == 1:
+            self.orders = [[(pas, mb, 0) for pas, mb in order] for order in self.orders]
+        # keyword arguments beyond the operators' historical ones, only when they change something
+        extra: dict[str, Any] = {}
+        if policy is not None:
+            extra["precision"] = policy
+        seq = spec.sequence if sequence is None else sequence
+        if cp > 1 or (seq != min(spec.sequence, tokens) and _takes(ops.block_operators, "context")):
+            extra.update(context=seq, sequences=micro_batch)  # the attention spans the whole sequence
+        block_extra = extra
+        side_extra = {"precision": policy} if policy is not None else {}
+        # units of each stage and chunk: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head";
+        # chunk c of stage p holds the layers of virtual stage c*pp + p
+        self.chunks: list[list[list[tuple[str, Any, str]]]] = []
         for p in range(layout.pp):
-            units: list[tuple[str, Any, str]] = []
-            if p == 0:
-                units.append(("emb", fold(ops.embedding_operators(spec, tokens, tp=tp)), "embedding"))
-            for layer in range(p * per_stage, (p + 1) * per_stage):
-                cost = block_cost(ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train"))
-                units.append((f"L{layer}", cost, "block"))
-            if p == layout.pp - 1:
-                units.append(("head", fold(ops.head_operators(spec, tokens, tp=tp)), "head"))
-            self.units.append(units)
+            stage: list[list[tuple[str, Any, str]]] = []
+            for c in range(vp):
+                units: list[tuple[str, Any, str]] = []
+                virtual = c * layout.pp + p
+                if virtual == 0:
+                    units.append(("emb", fold(ops.embedding_operators(spec, tokens, tp=tp, **side_extra)), "embedding"))
+                for layer in range(virtual * per_chunk, (virtual + 1) * per_chunk):
+                    block = ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_extra)
+                    cost = block_cost(block, recompute) if recompute != "none" else block_cost(block)
+                    units.append((f"L{layer}", cost, "block"))
+                if virtual == layout.pp * vp - 1:
+                    units.append(("head", fold(ops.head_operators(spec, tokens, tp=tp, **side_extra)), "head"))
+                stage.append(units)
+            self.chunks.append(stage)
+        self.units: list[list[tuple[str, Any, str]]] = [[u for units in stage for u in units] for stage in self.chunks]
         self.act = activation_bytes(tokens, spec.hidden, self.bpv)
         self.p2p = max(1.0, p2p_bytes(tokens, spec.hidden, self.bpv, tp, sp))
         self.a2a = alltoall_bytes(tokens, max(1, getattr(spec, "top_k", 0)), spec.hidden, self.bpv)
+        if cp > 1:  # the KV of the whole sequence, this TP rank's KV heads: K and V (ring attention's allgather)
+            kv_per_rank = max(spec.kv_heads // tp, 1) * spec.head_dim
+            self.cp_bytes = float(2 * tokens * cp * kv_per_rank * self.bpv)
         self.nodes: dict[str, dict] = {}
         self.edges: list[tuple[str, str, bool]] = []
         self.checked: set[str] = set()
@@ -174,6 +299,11 @@ class _Builder:
         self.first: dict[tuple, str] = {}
         self.last: dict[tuple, str] = {}
         self.unit_last_bwd: dict[tuple, str] = {}
+        self.fsdp = fsdp  # ZeRO-3 gathers and reduce-scatters every microbatch
+        self.gather_forward = False  # ZeRO-1/2 parameter all-gathers in the next forward (overlap_param_gather)
+        self.uses: dict[tuple, list[tuple[str, str, int, str]]] = {}  # (d, p, t) -> (unit, pass, mb, first vertex)
+        self.bwd_last: dict[tuple, str] = {}  # (d, p, t, unit, mb) -> the unit's last backward vertex
+        self._use_index: dict[tuple, dict] = {}
 
     # ---------------------------------------------------------------- vertices
     def _comm(self, name: str, nbytes: float, kind: str, scope: list[str], algorithm: str | None, **attrs) -> bool:
@@ -196,12 +326,12 @@ class _Builder:
     # ---------------------------------------------------------------- build
     def build(self, name: str) -> Workload:
         lay = self.layout
-        for d in range(lay.dp):
+        for d in range(lay.replicas):
             for p in range(lay.pp):
                 self._stage(d, p)
         self._pipeline_edges()
         self._gradient_sync()
-        w = Workload(name=name, ranks=[self.grid.xpu(d, p, t) for d in range(lay.dp) for p in range(lay.pp)
+        w = Workload(name=name, ranks=[self.grid.xpu(d, p, t) for d in range(lay.replicas) for p in range(lay.pp)
                                        for t in range(lay.tp)])  # fmt: skip
         # Straight into NetworkX's adjacency dicts (as DiGraph.add_*_from would fill them): the
         # 1024-XPU LLaMA-3-70B graph has 0.76M vertices and 1.4M edges, and the checks and
@@ -225,42 +355,54 @@ class _Builder:
         lay, grid = self.layout, self.grid
         ranks = grid.tp_group(d, p)
         order = self.orders[p]
-        kept = in_flight(order)
+        kept_of = in_flight_by_chunk(order, lay.vp)
+        chunk_of = {unit: c for c, units in enumerate(self.chunks[p]) for unit, _, _ in units}
         units = self.units[p]
         chains: list[list[str]] = [[] for _ in ranks]  # each rank's vertices in the order it runs them
+        side: list[list[str]] = [[] for _ in ranks]  # vertices beside the chain the next chain vertex waits for
         last_compute: list[str] = [""] * lay.tp
         check = d == 0
         placed: set[str] = set()
         edges = self.edges
+        policy, operators = self.policy, self.operators
+        gemm_precision = policy is not None and not policy.legacy
 
-        def link(t: int, vertex: str) -> None:
+        def append(t: int, vertex: str) -> None:
             chain = chains[t]
             if chain:
                 edges.append((chain[-1], vertex, False))
             chain.append(vertex)
+            if side[t]:
+                edges.extend((u, vertex, False) for u in side[t])
+                side[t].clear()
 
+        link = append
         nodes, precision = self.nodes, self.precision
 
         def step_compute(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int) -> None:
             flops = part.bwd_flops if backward else part.fwd_flops
             mem = part.bwd_bytes if backward else part.fwd_bytes
+            if backward and part.recompute_flops:
+                flops += part.recompute_flops
+                mem += part.recompute_bytes
             for t, xpu in enumerate(ranks):
                 vertex = f"{xpu}/{tag}"
                 block = f"{xpu}/{unit}"
                 footprint = 0.0
                 if block not in placed:  # the unit's data block is counted once, on its first vertex
                     placed.add(block)
-                    footprint = unit_state[unit] + unit_activation[unit] * kept
+                    footprint = unit_state[unit] + unit_activation[unit] * kept_of[chunk_of[unit]]
                 nodes[vertex] = d = {
                     "type": "compute", "flops": flops, "location": xpu, "precision": precision, "mem_bytes": mem,
                     "footprint": footprint, "is_start": False, "data": block, "unit": unit, "phase": phase, "mb": mb,
                 }  # fmt: skip
+                if gemm_precision:
+                    d["compute_precision"] = part.precision or policy.name
+                if operators:
+                    d["ops"] = part.bwd_ops if backward else part.fwd_ops
                 if check and t == 0:
                     Workload._check_vertex(vertex, d)
-                chain = chains[t]
-                if chain:
-                    edges.append((chain[-1], vertex, False))
-                chain.append(vertex)
+                append(t, vertex)
                 last_compute[t] = vertex
 
         def step_tp(tag: str, kind: str | None) -> None:
@@ -281,20 +423,45 @@ class _Builder:
                            phase="ep")  # fmt: skip
                 link(t, vertex)
 
+        def step_attention(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int) -> None:
+            """The attention part; with CP, ring attention's KV exchange beside it (overlapped with its compute)."""
+            if lay.cp == 1:
+                step_compute(tag, part, backward, unit, phase, mb)
+                return
+            before = [c[-1] if c else None for c in chains]
+            step_compute(tag, part, backward, unit, phase, mb)
+            kinds = ("allgather", "reduce_scatter") if backward else ("allgather",)  # bwd: KV again, then dKV
+            for t in range(lay.tp):
+                prev = before[t]
+                for kind in kinds:
+                    vertex = f"cp{d // lay.cp}.{p}.{t}/{tag}.{kind}"
+                    self._comm(vertex, self.cp_bytes, kind, grid.cp_group(d, p, t), None, phase="cp")
+                    if prev is not None:
+                        edges.append((prev, vertex, False))
+                    prev = vertex
+                side[t].append(prev)
+
         unit_activation: dict[str, float] = {}
         unit_state: dict[str, float] = {}
         for unit, cost, _ in units:
             unit_activation[unit] = cost.activation_bytes
-            state = state_bytes(cost.params, self.bpv, self.zero, self.full_dp)
-            if isinstance(cost, UnitCost) and cost.expert_params:
-                state += state_bytes(cost.expert_params, self.bpv, self.zero, self.full_dp // lay.ep)
+            if policy is None:
+                state = state_bytes(cost.params, self.bpv, self.zero, self.full_replicas)
+                if isinstance(cost, UnitCost) and cost.expert_params:
+                    state += state_bytes(cost.expert_params, self.bpv, self.zero, self.full_replicas // lay.ep)
+            else:
+                state = cost.params * policy.state_bytes_per_param(self.zero, self.full_replicas)
+                if isinstance(cost, UnitCost) and cost.expert_params:
+                    per = policy.state_bytes_per_param(self.zero, self.full_replicas // lay.ep)
+                    state += cost.expert_params * per
             unit_state[unit] = state
 
         pre, post = TP_PATTERNS[self.sp]
-        for pas, mb in order:
+        for pas, mb, chunk in order:
             backward = pas == "B"
             pass_start = [len(c) for c in chains]
-            for unit, cost, kind in reversed(units) if backward else units:
+            here_units = self.chunks[p][chunk]
+            for unit, cost, kind in reversed(here_units) if backward else here_units:
                 here = f"{pas}{mb}.{unit}"
                 attrs = {"phase": pas, "mb": mb}
                 unit_start = [len(c) for c in chains]
@@ -321,6 +488,8 @@ class _Builder:
                                     step_ep(f"{here}.{sub}")
                                 else:
                                     step_compute(f"{here}.{sub}", subpart, backward, unit, **attrs)
+                        elif half == "attn":
+                            step_attention(f"{here}.{half}", part, backward, unit, **attrs)
                         else:
                             step_compute(f"{here}.{half}", part, backward, unit, **attrs)
                         step_tp(f"{here}.{half}.post", post)
@@ -328,73 +497,35 @@ class _Builder:
                     self.first.setdefault((d, p, t, unit, pas), chains[t][unit_start[t]])
                     if backward and mb == self.m - 1:
                         self.unit_last_bwd[(d, p, t, unit)] = last_compute[t]
+                    if self.fsdp:
+                        self.uses.setdefault((d, p, t), []).append((unit, pas, mb, chains[t][unit_start[t]]))
+                        if backward:
+                            self.bwd_last[(d, p, t, unit, mb)] = last_compute[t]
             for t in range(lay.tp):
-                self.first[(d, p, t, pas, mb)] = chains[t][pass_start[t]]
-                self.last[(d, p, t, pas, mb)] = chains[t][-1]
+                self.first[(d, p, t, pas, mb, chunk)] = chains[t][pass_start[t]]
+                self.last[(d, p, t, pas, mb, chunk)] = chains[t][-1]
         for t in range(lay.tp):  # the rank's next iteration starts when this one has ended
             edges.append((chains[t][-1], chains[t][0], True))
+            edges.extend((u, chains[t][0], True) for u in side[t])  # a last exchange beside the chain (CP)
 
     def _pipeline_edges(self) -> None:
-        """Activations forward and their gradients backward, stage to stage, per microbatch."""
-        lay, grid = self.layout, self.grid
-        for d in range(lay.dp):
-            for p in range(lay.pp - 1):
-                for t in range(lay.tp):
-                    a, b = grid.xpu(d, p, t), grid.xpu(d, p + 1, t)
-                    for mb in range(self.m):
-                        for pas, src, dst, sp, dp_ in (("F", a, b, p, p + 1), ("B", b, a, p + 1, p)):
-                            vertex = f"pp{d}.{t}/{pas}{mb}.s{sp}-s{dp_}"
-                            self._comm(vertex, self.p2p, "p2p", [src, dst], "direct", phase="pp")
-                            self.edges.append((self.last[(d, sp, t, pas, mb)], vertex, False))
-                            self.edges.append((vertex, self.first[(d, dp_, t, pas, mb)], False))
+        """Activations forward and their gradients backward, virtual stage to virtual stage, per microbatch.
 
-    def _gradient_sync(self) -> None:
-        """Per unit: the DP (or ZeRO) collectives of its gradients, feeding the next iteration's forward.
-
-        A rank runs its gradient collectives one at a time, in the order the backward pass
-        finishes the units (last unit first), as NCCL runs the buckets of one communicator
-        stream; at 1024 XPUs, all at once would also be ~20k concurrent flows.
+        Virtual stage ``c*pp + p`` is chunk ``c`` of stage ``p``; without interleaving (``vp = 1``) it is
+        stage ``p``. With ``vp > 1`` the last stage's chunk ``c`` sends to the first stage's chunk ``c+1``.
         """
         lay, grid = self.layout, self.grid
-        kinds = DP_SYNC[self.zero]
-        for p in range(lay.pp):
-            for t in range(lay.tp):
-                gathers_f: list[str] = []
-                gathers_b: list[str] = []
-                stream_last: dict[int, str] = {}  # replica -> its last gradient collective so far
-                for unit, cost, _ in reversed(self.units[p]):
-                    groups = [("dp", cost.params, [list(range(lay.dp))], self.full_dp)]
-                    if isinstance(cost, UnitCost) and cost.expert_params:
-                        sets = [list(range(e, lay.dp, lay.ep)) for e in range(lay.ep)]
-                        groups.append(("edp", cost.expert_params, sets, self.full_dp // lay.ep))
-                    for label, params, replica_sets, size in groups:
-                        stands = {} if size == len(replica_sets[0]) else {"group": size}  # a folded run
-                        for gi, replicas in enumerate(replica_sets):
-                            if size < 2 or params == 0:
-                                continue
-                            scope = [grid.xpu(d, p, t) for d in replicas]
-                            nbytes = params * self.bpv
-                            base = f"{label}{gi}.{p}.{t}/{unit}"
-                            prev = [self.unit_last_bwd[(d, p, t, unit)] for d in replicas]
-                            prev += sorted({stream_last[d] for d in replicas if d in stream_last})
-                            for kind in kinds:
-                                vertex = f"{base}.{kind}"
-                                alg = self.algorithms["dp"] if kind == "allreduce" else None
-                                self._comm(vertex, nbytes, kind, scope, alg, phase="dp", **stands)
-                                self.edges.extend((u, vertex, False) for u in prev)
-                                prev = [vertex]
-                            sync = prev[0]
-                            for d in replicas:
-                                stream_last[d] = sync
-                            if self.zero < 3:
-                                self.edges.extend((sync, self.first[(d, p, t, unit, "F")], True) for d in replicas)
-                                continue
-                            for pas, stream in (("F", gathers_f), ("B", gathers_b)):
-                                vertex = f"{base}.allgather.{pas}"
-                                self._comm(vertex, nbytes, "allgather", scope, None, phase="dp", **stands)
-                                self.edges.append((sync, vertex, True))
-                                self.edges.extend((vertex, self.first[(d, p, t, unit, pas)], False) for d in replicas)
-                                stream.append(vertex)
-                # ZeRO-3 prefetch: one allgather at a time, forward units in order, then backward ones in reverse
-                stream = gathers_f[::-1] + gathers_b
-                self.edges.extend((u, v, False) for u, v in zip(stream, stream[1:], strict=False))
+        stages = lay.pp * lay.vp
+        for d in range(lay.replicas):
+            for v in range(stages - 1):
+                p, c, q, c2 = v % lay.pp, v // lay.pp, (v + 1) % lay.pp, (v + 1) // lay.pp
+                for t in range(lay.tp):
+                    a, b = grid.xpu(d, p, t), grid.xpu(d, q, t)
+                    for mb in range(self.m):
+                        for pas, src, dst, sv, dv, s_at, d_at in (
+                            ("F", a, b, v, v + 1, (p, c), (q, c2)), ("B", b, a, v + 1, v, (q, c2), (p, c))
+                        ):  # fmt: skip
+                            vertex = f"pp{d}.{t}/{pas}{mb}.s{sv}-s{dv}"
+                            self._comm(vertex, self.p2p, "p2p", [src, dst], "direct", phase="pp")
+                            self.edges.append((self.last[(d, s_at[0], t, pas, mb, s_at[1])], vertex, False))
+                            self.edges.append((vertex, self.first[(d, d_at[0], t, pas, mb, d_at[1])], False))

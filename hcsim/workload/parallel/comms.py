@@ -1,29 +1,19 @@
 """Where each parallelism puts its communication, and how many bytes it moves.
 
 Sizes follow the collectives' convention (:mod:`hcsim.collectives`): the buffer each
-rank holds (an allreduce of S sums S bytes; an allgather or reduce-scatter of S has
-S/n per rank; an all-to-all of S sends S/n to each peer).
+rank holds. Per block and microbatch:
 
-* **Tensor parallelism** (Megatron): a block's attention and MLP each end with an
-  allreduce of the activations, ``tokens x hidden x bytes`` over the TP group, in
-  the forward pass (operator *g*) and again in the backward pass (operator *f*'s
-  gradient): four per block and microbatch. With **sequence parallelism** each
-  allreduce becomes an allgather before the half and a reduce-scatter after it, the
-  same bytes on the wire (Korthikanti et al. 2022).
-* **Pipeline parallelism**: one p2p per microbatch and stage boundary in each
-  direction, the activations (forward) or their gradients (backward), ``tokens x
-  hidden x bytes``, divided by ``tp`` with sequence parallelism (each TP rank sends its
-  sequence shard; without it every TP rank sends the full tensor to its peer).
-* **Expert parallelism**: a MoE block dispatches each token to its ``top_k`` experts
-  and combines the results back, two all-to-alls of ``tokens x top_k x hidden x bytes``
-  in the forward pass and two in the backward pass, over the EP group.
-* **Data parallelism**: per pipeline unit, the gradients (``params x bytes``) are
-  allreduced after the last microbatch's backward, and the next iteration's first
-  forward of that unit waits for it. **ZeRO-1/2**: a reduce-scatter of the gradients,
-  then an allgather of the updated parameters (the same volume as the allreduce).
-  **ZeRO-3 / FSDP**: the reduce-scatter, plus an allgather of the parameters before the
-  forward pass and another before the backward pass (prefetched one unit ahead, in
-  order): 1.5x the allreduce's traffic.
+* **TP** (Megatron): an allreduce of ``tokens x hidden x bytes`` after the attention and
+  after the MLP, forward and backward (four); with sequence parallelism each becomes an
+  allgather and a reduce-scatter, the same bytes on the wire;
+* **PP**: one p2p per stage boundary and direction, ``tokens x hidden x bytes`` (divided
+  by ``tp`` with sequence parallelism);
+* **EP**: two all-to-alls of ``tokens x top_k x hidden x bytes`` forward, two backward;
+* **DP**, per pipeline unit: an allreduce of ``params x bytes`` after the last backward,
+  which the next iteration's first forward waits for; ZeRO-1/2 a reduce-scatter and an
+  allgather (the same volume), ZeRO-3 also an allgather before each pass (1.5x).
+
+Guide: docs/parallelism.md, "The graph" (the table, and why each size).
 """
 
 from __future__ import annotations

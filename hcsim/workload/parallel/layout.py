@@ -3,21 +3,18 @@
 Every XPU holds one *rank* with coordinates ``(d, p, t)``: data-parallel replica ``d``,
 pipeline stage ``p``, tensor-parallel slice ``t``. The mapping walks the XPUs in the
 topology's order, servers grouped (:meth:`hcsim.collectives.TopologyView.by_server`),
-and fills the innermost dimension first. The default order ``tp,pp,dp`` (innermost
-first) is Megatron's: a TP group is ``tp`` consecutive XPUs, so inside one server when
-``tp`` divides the server size; the stages of a pipeline are consecutive groups (servers
-for ``tp`` = server size); data-parallel replicas are outermost. Any permutation of the
-three names, or an explicit list of XPU names in rank order, replaces it.
-
-Expert parallelism is carved out of data parallelism (as in Megatron-Core): the EP group
-of rank ``(d, p, t)`` is the ``ep`` replicas ``d' = ep*(d // ep) .. ep*(d // ep) + ep-1``
-at the same ``(p, t)``, which hold different experts; expert gradients are synchronized
-over the ``dp / ep`` replicas holding the same experts (``d' = d mod ep``).
+innermost dimension first; the default order ``tp,pp,dp`` is Megatron's (TP groups of
+consecutive XPUs, inside one server when ``tp`` divides the server size). Any
+permutation, or an explicit list of XPU names in rank order, replaces it. Expert
+parallelism is carved out of data parallelism (Megatron-Core): the EP group of rank
+``(d, p, t)`` is ``ep`` consecutive replicas at the same ``(p, t)``.
 
     >>> from hcsim.workload.parallel.layout import Layout, RankGrid
     >>> grid = RankGrid(Layout.parse("dp=2,tp=2,pp=2"), [f"x{i}" for i in range(8)])
     >>> grid.tp_group(0, 1), grid.dp_group(1, 0), grid.stage_ranks(1, 1)
     (['x2', 'x3'], ['x2', 'x6'], ['x6', 'x7'])
+
+Guide: docs/parallelism.md, "Layout and rank mapping".
 """
 
 from __future__ import annotations
@@ -31,36 +28,53 @@ from hcsim.errors import HcsimError
 
 __all__ = ["DEFAULT_ORDER", "Layout", "RankGrid"]
 
-DIMENSIONS = ("dp", "tp", "pp", "ep")
+DIMENSIONS = ("dp", "tp", "pp", "ep", "cp", "vp")
 DEFAULT_ORDER = ("tp", "pp", "dp")  # innermost first
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How many ways each kind of parallelism splits the work (``ep`` divides ``dp``)."""
+    """How many ways each kind of parallelism splits the work (``ep`` divides ``dp x cp``).
+
+    ``cp``: context parallelism, the sequence split ``cp`` ways (ranks ``dp x tp x pp x cp``;
+    a CP group is ``cp`` ranks of one replica, placed right outside TP as Megatron's
+    ``tp-cp-...`` order does). ``vp``: model chunks per pipeline rank (interleaved 1F1B),
+    no ranks of its own.
+    """
 
     dp: int = 1
     tp: int = 1
     pp: int = 1
     ep: int = 1
+    cp: int = 1
+    vp: int = 1
 
     @property
     def ranks(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def replicas(self) -> int:
+        """Ranks per (stage, TP slice): the data-parallel replicas times their CP slices (the gradient group)."""
+        return self.dp * self.cp
 
     def __str__(self) -> str:
         text = f"dp={self.dp},tp={self.tp},pp={self.pp}"
-        return text + (f",ep={self.ep}" if self.ep > 1 else "")
+        text += f",ep={self.ep}" if self.ep > 1 else ""
+        text += f",cp={self.cp}" if self.cp > 1 else ""
+        return text + (f",vp={self.vp}" if self.vp > 1 else "")
 
     @classmethod
     def parse(cls, text: str, xpus: int | None = None) -> Layout:
-        """``"dp=32,tp=8,pp=4[,ep=8]"``; a missing ``dp`` is ``xpus / (tp * pp)`` when ``xpus`` is given."""
+        """``"dp=32,tp=8,pp=4[,ep=8][,cp=2][,vp=2]"``; a missing ``dp`` is ``xpus / (tp * pp * cp)`` given ``xpus``."""
         values: dict[str, int] = {}
         for item in str(text).split(","):
             key, sep, value = item.strip().partition("=")
             key = key.strip().lower()
             if not sep or key not in DIMENSIONS:
-                raise HcsimError(f"parallel layout item {item.strip()!r} is invalid (valid: dp=N,tp=N,pp=N[,ep=N])")
+                raise HcsimError(
+                    f"parallel layout item {item.strip()!r} is invalid (valid: dp=N,tp=N,pp=N[,ep=N][,cp=N][,vp=N])"
+                )
             if key in values:
                 raise HcsimError(f"parallel layout gives {key} twice in {text!r}")
             try:
@@ -71,10 +85,11 @@ class Layout:
                 raise HcsimError(f"parallel layout {key}={value.strip()!r} is invalid (valid: an integer >= 1)")
             values[key] = n
         if "dp" not in values and xpus is not None:
-            rest = values.get("tp", 1) * values.get("pp", 1)
+            rest = values.get("tp", 1) * values.get("pp", 1) * values.get("cp", 1)
             if xpus % rest:
+                what = "tp x pp x cp" if values.get("cp", 1) > 1 else "tp x pp"
                 raise HcsimError(
-                    f"parallel layout {text!r}: tp x pp = {rest} does not divide the {xpus} XPUs (valid: a divisor)"
+                    f"parallel layout {text!r}: {what} = {rest} does not divide the {xpus} XPUs (valid: a divisor)"
                 )
             values["dp"] = xpus // rest
         return cls(**values)
@@ -82,14 +97,18 @@ class Layout:
     def check(self, xpus: int, spec: Any | None = None) -> None:
         """One-line errors for a layout that cannot run ``spec`` (a TransformerSpec) on ``xpus`` XPUs."""
         if self.ranks != xpus:
+            what = "dp x tp x pp x cp" if self.cp > 1 else "dp x tp x pp"
             raise HcsimError(
-                f"layout {self} needs dp x tp x pp = {self.ranks} XPUs but the platform has {xpus} "
+                f"layout {self} needs {what} = {self.ranks} XPUs but the platform has {xpus} "
                 "(valid: a layout whose product is the XPU count)"
             )
-        if self.dp % self.ep:
+        if self.replicas % self.ep:
+            over = f"dp x cp={self.replicas}" if self.cp > 1 else f"dp={self.dp}"
             raise HcsimError(
-                f"layout {self}: ep={self.ep} does not divide dp={self.dp} (experts are spread over DP replicas)"
+                f"layout {self}: ep={self.ep} does not divide {over} (experts are spread over DP replicas)"
             )
+        if self.vp > 1 and self.pp < 2:
+            raise HcsimError(f"layout {self}: vp={self.vp} needs pipeline parallelism (valid: pp >= 2, or vp=1)")
         if spec is None:
             return
         if spec.heads % self.tp:
@@ -101,6 +120,11 @@ class Layout:
             raise HcsimError(
                 f"layout {self}: {spec.name} has {spec.layers} layers, not divisible by pp={self.pp} "
                 f"(valid: pp dividing {spec.layers})"
+            )
+        if (spec.layers // self.pp) % self.vp:
+            raise HcsimError(
+                f"layout {self}: {spec.layers // self.pp} layers per stage of {spec.name} are not divisible by "
+                f"vp={self.vp} (valid: vp dividing the layers per stage)"
             )
         experts = getattr(spec, "experts", 0)
         if self.ep > 1 and not experts:
@@ -129,6 +153,12 @@ class RankGrid:
     names, or the XPU names in rank order (rank ``d*pp*tp + p*tp + t``). ``view``: a
     :class:`~hcsim.collectives.TopologyView` whose server grouping orders the XPUs
     (default: ``xpus`` as given, the topology's rank order).
+
+    With context parallelism (``cp > 1``) ``d`` is the replica's CP slice index
+    ``dp_index * cp + cp_index`` (``d`` in ``range(dp * cp)``: every rank of one stage and
+    TP slice, the group its gradients are reduced over) and ``cp`` is placed right after
+    ``tp`` in the order (Megatron's ``tp-cp-...``; an explicit XPU list is in the order
+    ``tp, cp, pp, dp``).
     """
 
     def __init__(
@@ -146,12 +176,16 @@ class RankGrid:
         else:
             ordered = [x for server in view.by_server(xpus) for x in server] if view is not None else xpus
             order = DEFAULT_ORDER if mapping is None else _order(mapping)
-        sizes = {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp}
+        cp = layout.cp
+        if cp > 1:  # CP right outside TP (Megatron's tp-cp order)
+            i = order.index("tp") + 1
+            order = (*order[:i], "cp", *order[i:])
+        sizes = {"dp": layout.dp, "tp": layout.tp, "pp": layout.pp, "cp": cp}
         self._xpu: dict[tuple[int, int, int], str] = {}
         ranges = [range(sizes[name]) for name in reversed(order)]  # outermost first
         for i, coords in enumerate(itertools.product(*ranges)):
             c = dict(zip(reversed(order), coords, strict=True))
-            self._xpu[(c["dp"], c["pp"], c["tp"])] = ordered[i]
+            self._xpu[(c["dp"] * cp + c.get("cp", 0), c["pp"], c["tp"])] = ordered[i]
 
     def xpu(self, d: int, p: int, t: int) -> str:
         return self._xpu[(d, p, t)]
@@ -164,7 +198,13 @@ class RankGrid:
         return self.tp_group(d, p)
 
     def dp_group(self, p: int, t: int) -> list[str]:
-        return [self._xpu[(d, p, t)] for d in range(self.layout.dp)]
+        """The ranks of stage ``p``, TP slice ``t`` over the replicas (and their CP slices: dp x cp)."""
+        return [self._xpu[(d, p, t)] for d in range(self.layout.replicas)]
+
+    def cp_group(self, d: int, p: int, t: int) -> list[str]:
+        """The ``cp`` ranks sharing replica ``d // cp``'s sequences at stage ``p``, TP slice ``t``."""
+        first = d - d % self.layout.cp
+        return [self._xpu[(c, p, t)] for c in range(first, first + self.layout.cp)]
 
     def ep_group(self, d: int, p: int, t: int) -> list[str]:
         first = d - d % self.layout.ep
@@ -173,4 +213,4 @@ class RankGrid:
     def expert_dp_group(self, d: int, p: int, t: int) -> list[str]:
         """The replicas holding the same experts as ``d`` (whose expert gradients are summed)."""
         ep = self.layout.ep
-        return [self._xpu[(e, p, t)] for e in range(d % ep, self.layout.dp, ep)]
+        return [self._xpu[(e, p, t)] for e in range(d % ep, self.layout.replicas, ep)]

@@ -3,7 +3,7 @@
 from google.protobuf.internal.encoder import _VarintBytes
 
 from bad_inputs import case
-from hcsim.formats import et_def_pb2 as pb
+from hcsim.formats.chakra import et_def_pb2 as pb
 
 RUN = "run --system star --xpus 4 --iterations 1 --csv {tmp}/out.csv --workload"
 

@@ -3,7 +3,7 @@
 A policy is a small class (one short file each; see :mod:`.fcfs` for the shortest):
 
 * ``key(job, now, scheduler)``: a sort key; smaller runs first. ``job`` is the
-  scheduler's :class:`~hcsim.frontends.cluster.simulator.JobState` (``submit``,
+  scheduler's :class:`~hcsim.frontends.cluster.scheduler.JobState` (``submit``,
   ``gpus``, ``estimate``, ``attained`` service, ``level``, ``entered``, ``seq``, ...);
 * ``preemptive``: if true, running jobs are ranked with pending ones at every event
   and lose their GPUs to better-ranked jobs (paying the preemption overhead on resume);
@@ -19,50 +19,21 @@ Register a new policy by decorating its class with :func:`register`.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-from typing import Any, ClassVar
+from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.frontends.cluster.policies import easy, fcfs, las, las_mlfq, mlfq, rr, sjf  # noqa: F401 - registers them
+from hcsim.frontends.cluster.policies.base import POLICIES, Policy, register
 
 __all__ = ["POLICIES", "Policy", "policy", "register"]
-
-POLICIES: dict[str, type[Policy]] = {}
-
-
-class Policy:
-    """Base class: FCFS order, non-preemptive, no quanta."""
-
-    name: ClassVar[str] = ""
-    preemptive: ClassVar[bool] = False
-    backfill: ClassVar[bool] = False
-
-    def key(self, job: Any, now: float, scheduler: Any) -> tuple:
-        return (job.submit, job.seq)
-
-    def next_change(self, job: Any) -> float | None:
-        return None
-
-    def on_change(self, job: Any, now: float) -> None:
-        return None
-
-
-def register(cls: type[Policy]) -> type[Policy]:
-    """Class decorator: make a policy available by its ``name``."""
-    POLICIES[cls.name] = cls
-    return cls
-
-
-_BUILTIN = ("fcfs", "easy", "sjf", "las", "rr", "mlfq", "las_mlfq")
 
 
 def policy(name: str, **options: Any) -> Policy:
     """A new instance of the policy called ``name`` (e.g. ``mlfq``, ``easy``), with ``options``."""
-    for module in _BUILTIN:
-        importlib.import_module(f"{__name__}.{module}")
     key = name.lower().replace("_", "-")
     if key not in POLICIES:
-        raise HcsimError(f"policy {name!r} is unknown (valid: {', '.join(sorted(POLICIES))})")
+        raise POLICIES.unknown(name)
     for option in options:
         takers = sorted(n for n, cls in POLICIES.items() if option in inspect.signature(cls).parameters)
         if key not in takers:

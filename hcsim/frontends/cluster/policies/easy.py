@@ -6,7 +6,7 @@ before that time or uses only GPUs the head will not need. Estimates are the job
 ``estimate`` (the trace duration: perfect estimates, the optimistic case).
 """
 
-from hcsim.frontends.cluster.policies import Policy, register
+from hcsim.frontends.cluster.policies.base import Policy, register
 
 
 @register

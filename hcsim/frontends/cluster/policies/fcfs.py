@@ -1,6 +1,6 @@
 """First come, first served: submission order; the head blocks the queue."""
 
-from hcsim.frontends.cluster.policies import Policy, register
+from hcsim.frontends.cluster.policies.base import Policy, register
 
 
 @register

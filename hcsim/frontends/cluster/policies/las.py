@@ -8,7 +8,7 @@ submission order. This reading is ours; the paper does not define it further.
 
 from typing import Any
 
-from hcsim.frontends.cluster.policies import Policy, register
+from hcsim.frontends.cluster.policies.base import Policy, register
 
 
 @register

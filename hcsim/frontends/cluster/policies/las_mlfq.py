@@ -7,7 +7,7 @@ sooner (Tiresias' discretized two-dimensional LAS).
 
 from typing import Any
 
-from hcsim.frontends.cluster.policies import register
+from hcsim.frontends.cluster.policies.base import register
 from hcsim.frontends.cluster.policies.mlfq import MLFQ
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hcsim.errors import HcsimError
-from hcsim.frontends.cluster.policies import Policy, register
+from hcsim.frontends.cluster.policies.base import Policy, register
 from hcsim.units import parse_time
 
 

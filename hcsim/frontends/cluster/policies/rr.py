@@ -3,7 +3,7 @@
 import math
 from typing import Any
 
-from hcsim.frontends.cluster.policies import Policy, register
+from hcsim.frontends.cluster.policies.base import Policy, register
 
 
 @register

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from hcsim.frontends.cluster.policies import Policy, register
+from hcsim.frontends.cluster.policies.base import Policy, register
 
 
 @register

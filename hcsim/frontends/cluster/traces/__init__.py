@@ -3,19 +3,17 @@
 Every reader returns a :class:`~hcsim.frontends.cluster.jobs.Trace` whose jobs are sorted
 by submit time (stable: file order among equal submits), with time 0 = the earliest
 submit; ``Trace.submit_epoch`` keeps the absolute time of time 0 in the format's own
-clock. Rows that are well formed but cannot be a GPU job (CPU-only jobs, jobs that never
-ran) are left out and listed in ``Trace.skipped`` as ``(line, reason)``. Malformed input
-raises :class:`~hcsim.errors.HcsimError` with one line naming the file, the line (or the
-job index in JSON) and what would be valid.
+clock. Rows that are well formed but cannot be a GPU job are left out and listed in
+``Trace.skipped`` as ``(line, reason)``; malformed input raises
+:class:`~hcsim.errors.HcsimError` with one line naming the file, the line (or the job
+index in JSON) and what would be valid.
 
-Where things live (each module's docstring documents its format and mapping):
-
-* :mod:`.helios` - SenseTime Helios ``cluster_log.csv`` (:func:`read_helios`);
-* :mod:`.philly` - Microsoft Philly ``cluster_job_log`` JSON (:func:`read_philly`);
-* :mod:`.swf` - Standard Workload Format (:func:`read_swf`, :func:`write_swf`);
-* :mod:`.synthetic` - :func:`synthetic_trace` and :func:`scale_load`;
-* :mod:`.registry` - the format table (name -> reader, writer, extensions, sniffing),
+* :mod:`.helios`, :mod:`.philly`, :mod:`.swf`: the readers (and :func:`write_swf`);
+* :mod:`.synthetic`: :func:`synthetic_trace` and :func:`scale_load`;
+* :mod:`.registry`: the format table (name -> reader, writer, extensions, sniffing),
   :func:`read_trace`, :func:`guess_format`, :func:`write_trace`, :func:`register_format`.
+
+Every format and its mapping: docs/cluster.md, "Trace formats".
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
-"""Helios traces (``format="helios"``).
+"""Helios traces (``format="helios"``): SenseTime's ``cluster_log.csv``.
 
-``cluster_log.csv`` of SenseTime's Helios traces (S-Lab-System-Group/HeliosData,
-SC'21 "Characterization and Prediction of Deep Learning Workloads in Large-Scale GPU
-Datacenters"); the AnalySIM paper uses a SenseTime Slurm trace of the same kind.
-Header (HeliosData README): ``job_id,user,vc,gpu_num,cpu_num,node_num,state,
-submit_time,start_time,end_time,duration,queue``; times are ``YYYY-MM-DD HH:MM:SS``
-wall-clock strings without time zone (read as UTC, so no daylight-saving jumps),
-``duration`` = end - start and ``queue`` = start - submit in seconds; states
-COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL. Derived files (e.g. the Lucid
-artifact's) add ``jobname`` or drop ``node_num``, so only ``job_id, vc, gpu_num,
-submit_time`` and ``duration`` (or ``start_time`` and ``end_time``) are required.
-Mapping: vc -> partition, gpu_num -> gpus, jobname -> name, start_time -> trace_start;
-node_num -> a rigid shape ``node_num x gpu_num/node_num`` when that divides evenly
-and fits a node of ``gpus_per_node`` GPUs (Slurm placed the job that way), else no
-shape (any placement). ``gpu_num == 0`` rows are CPU jobs and are skipped. The
-README says job ids follow submission order, so rows must be sorted by submit time;
-``sort=True`` sorts an unsorted file instead of rejecting it.
+:func:`read_helios` reads the HeliosData file (S-Lab-System-Group/HeliosData, SC'21) or
+a derived one (the Lucid artifact's): only ``job_id, vc, gpu_num, submit_time`` and
+``duration`` (or ``start_time`` and ``end_time``) are required, times are wall-clock
+strings read as UTC. vc becomes the partition, gpu_num the GPUs, node_num a rigid shape
+when it divides evenly and fits a node; CPU-only rows are skipped.
+
+Invariant: rows must be sorted by submit time, as the trace's job ids are
+(``sort=True`` sorts instead of rejecting).
+
+Every field and its mapping: docs/cluster.md, "Trace formats".
 """
 
 from __future__ import annotations

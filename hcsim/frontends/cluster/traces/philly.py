@@ -1,24 +1,16 @@
-"""Philly traces (``format="philly"``).
+"""Philly traces (``format="philly"``): Microsoft's ``cluster_job_log`` JSON.
 
-``cluster_job_log`` of Microsoft's Philly trace (msr-fiddle/philly-traces, ATC'19
-"Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads"): a
-JSON list (or a single job object, as the trace's README shows an entry) of
-``{"status": Pass|Killed|Failed, "vc", "jobid", "user", "submitted_time", "attempts":
-[{"start_time", "end_time", "detail": [{"ip", "gpus": ["gpu0", ...]}]}]}``, times as
-``YYYY-MM-DD HH:MM:SS`` or ``"None"``
-(schema from the trace's analysis notebook). Mapping: vc -> partition, status ->
-state (Pass COMPLETED, Failed FAILED, Killed CANCELLED, as in the Lucid artifact);
-GPUs and shape from the *last* attempt that was placed on GPUs (the allocation the
-job ended with; the notebook counts the first attempt's); nodes = its machines,
-per-node GPUs when uniform. duration = the *sum* of ``end - start`` over the
-attempts with both times: the service the job received; the notebook's "run time"
-(last end - first start) would also count the re-queueing gaps between attempts,
-which the simulated scheduler must produce itself. trace_start = the first attempt's
-start. Jobs whose last attempt has a start but no end were still running when the
-trace was cut (the notebook leaves them out too) and are skipped, as are jobs with
-no attempt that has both times or no GPUs. JSON has no useful line numbers: messages
-name ``job #k`` (1-based index in the list) and its jobid, and ``Job.line`` is k.
-The list is sorted by submit time after reading.
+:func:`read_philly` reads msr-fiddle/philly-traces' job list (or a single job object):
+vc becomes the partition, status the state; the GPUs and shape come from the last
+attempt placed on GPUs, the duration is the sum of the attempts' run times (the service
+received, without the re-queueing gaps the simulated scheduler must produce itself).
+Jobs still running when the trace was cut, or with no complete attempt or no GPUs, are
+skipped.
+
+Invariant: JSON has no useful line numbers, so messages name ``job #k`` (1-based) and its
+jobid, and ``Job.line`` is k; the list is sorted by submit time after reading.
+
+Every field and its mapping: docs/cluster.md, "Trace formats".
 """
 
 from __future__ import annotations

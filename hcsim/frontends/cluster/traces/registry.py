@@ -18,6 +18,7 @@ from hcsim.frontends.cluster.traces._common import _label, _read_text, _show
 from hcsim.frontends.cluster.traces.helios import read_helios
 from hcsim.frontends.cluster.traces.philly import read_philly
 from hcsim.frontends.cluster.traces.swf import read_swf, write_swf
+from hcsim.registry import Registry
 
 __all__ = [
     "FORMATS",
@@ -50,13 +51,12 @@ class TraceFormat:
     sniff: Callable[[str, str], int]
 
 
-FORMATS: dict[str, TraceFormat] = {}
+FORMATS: Registry[TraceFormat] = Registry("trace format", show=_show)
 
 
 def register_format(fmt: TraceFormat) -> TraceFormat:
     """Add (or replace) a format in the registry; returns it."""
-    FORMATS[fmt.name] = fmt
-    return fmt
+    return FORMATS.register(fmt.name, fmt)
 
 
 def _sniff_helios(start: str, first_line: str) -> int:
@@ -89,7 +89,7 @@ TRACE_FORMATS = tuple(FORMATS)
 
 
 def _names() -> str:
-    return ", ".join(FORMATS)
+    return ", ".join(FORMATS.names())
 
 
 def guess_format(path: str | os.PathLike[str]) -> str:
@@ -121,7 +121,7 @@ def guess_format(path: str | os.PathLike[str]) -> str:
 def _lookup(format: str) -> TraceFormat:
     if isinstance(format, str) and format.lower() in FORMATS:
         return FORMATS[format.lower()]
-    raise HcsimError(f"trace format {_show(format)} is unknown (valid: {_names()})")
+    raise FORMATS.unknown(format)
 
 
 def read_trace(

@@ -1,27 +1,18 @@
-"""SWF traces (``format="swf"``).
+"""SWF traces (``format="swf"``): the Standard Workload Format of the Parallel Workloads Archive.
 
-Standard Workload Format 2.x of the Parallel Workloads Archive
-(https://www.cs.huji.ac.il/labs/parallel/workload/swf.html): one job per line, 18
-whitespace-separated numbers, ``;`` header/comment lines, -1 = unknown, lines sorted
-by submit time; the archive's ``.swf.gz`` downloads read as they are (every trace
-format may be gzipped). Fields: 1 job number, 2 submit, 3 wait, 4 run time, 5 allocated
-processors, 6 average CPU time, 7 used memory, 8 requested processors, 9 requested
-time, 10 requested memory, 11 status (1 completed, 0 failed, 5 cancelled, 2-4 partial
-executions), 12 user, 13 group, 14 executable, 15 queue, 16 partition, 17 preceding
-job, 18 think time. Mapping: each processor is one GPU; gpus = field 5, else field 8;
-duration = field 4; trace_start = submit + wait when the wait is known; user = field
-12; partition = field 16, else field 15, as text when > 0 (queue 0 conventionally
-marks interactive jobs, not a queue); state from field 11 (-1 -> UNKNOWN, other
-codes as their number); field 9 -> ``extra["requested_time"]`` (the user's estimate,
-for backfilling). Rows with unknown run time or processors, or 0 processors, are
-skipped. SWF has no job shape; like :func:`synthetic_trace`, a job of more than
-``gpus_per_node`` GPUs that is a multiple of it gets whole nodes (``gpus /
-gpus_per_node`` x ``gpus_per_node``), any other job any placement. A repeated job
-number (SWF writes each partial execution of a job on its own line) gets the id
-``"<n>#<k>"`` for its k-th repetition so ids stay unique. The ``; UnixStartTime:``
-header, when present, is added to ``submit_epoch``; :func:`write_swf` also writes
-``; hcsim-users:`` / ``; hcsim-partitions:`` comments (JSON: number -> name) so
-non-numeric names survive a round trip.
+:func:`read_swf` reads SWF 2.x (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html):
+one job per line, 18 whitespace-separated numbers, ``;`` header lines, -1 = unknown; the
+archive's ``.swf.gz`` downloads read as they are. Each processor is one GPU; the
+partition is field 16, else field 15 (queue 0 marks interactive jobs, not a queue); the
+user's requested time goes to ``extra["requested_time"]`` for backfilling. A job of
+whole nodes' worth of GPUs gets whole nodes, any other job any placement.
+:func:`write_swf` writes a trace back, with comments that keep non-numeric user and
+partition names.
+
+Invariants: job ids stay unique (a repeated job number, one line per partial execution,
+becomes ``"<n>#<k>"``); rows with unknown run time or processors are skipped and listed.
+
+Every field and its mapping: docs/cluster.md, "Trace formats".
 """
 
 from __future__ import annotations

@@ -1,0 +1,441 @@
+"""Predict published DGX-H100 training throughput with hcsim; write docs/results/validation.md.
+
+Every row of the measured CSV (default: the vendored copy in experiments/data/measured/;
+columns and sources in its README) runs as its own subprocess, twice: with the machine's
+calibration (``--calibration dgx-h100``) and with the ideal model (``--calibration ideal``):
+
+    python -m hcsim.cli run --system dgx-h100 --xpus G --model M --precision P
+        --parallel tp=T,pp=P,cp=C,vp=V,ep=E --micro-batch MBS --microbatches GA --sequence SEQ
+        [--zero 3 when fsdp=1] --calibration dgx-h100 --fast --json
+
+with DP = G / (T x P x C) and GA = GBS / (MBS x DP); a row where either does not divide is
+reported as such. The JSON's ``tokens_per_s_per_gpu`` is compared with the row's; its
+``model_tflops_per_gpu`` and breakdown (``breakdown`` or top-level ``compute_s``,
+``exposed_{tp,pp,dp,cp,ep}_s``, ``idle_s``, ``memory_stall_s``) are shown. THE RULE: the
+measured throughput columns are read only to compute the error, never to set a parameter.
+A row that fails (error, timeout, no JSON) shows its one-line reason in the table.
+
+    python experiments/validate_measured.py                      # every row, one at a time
+    python experiments/validate_measured.py --rows 1,5-7 --jobs 2 --out /tmp/v.md
+    python experiments/validate_measured.py other.csv --hcsim "python fake_hcsim.py"
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CSV = os.path.join(REPO, "experiments", "data", "measured", "dgx-h100-training.csv")
+DEFAULT_OUT = os.path.join(REPO, "docs", "results", "validation.md")
+IDEAL = "ideal"
+
+#: The CSV's model spellings whose hcsim preset is not simply the lower-cased name.
+MODEL_ALIASES = {"llama3.1-405b": "llama3-405b"}
+#: The CSV's precision column to hcsim's --precision (FP8-CS: FP8 with current scaling; still FP8 GEMMs).
+PRECISIONS = {"fp8": "fp8", "fp8-cs": "fp8", "fp8-ds": "fp8", "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+#: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
+COLUMNS = ("model", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep")
+#: Breakdown fields of the JSON, as they are labelled in the table (seconds per iteration).
+BREAKDOWN = (
+    ("compute_s", "compute"),
+    ("exposed_tp_s", "tp"),
+    ("exposed_pp_s", "pp"),
+    ("exposed_dp_s", "dp"),
+    ("exposed_cp_s", "cp"),
+    ("exposed_ep_s", "ep"),
+    ("idle_s", "bubble/idle"),
+    ("memory_stall_s", "memory"),
+)
+
+
+class RowError(Exception):
+    """A row that cannot be predicted: its one-line reason goes in the table."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published configuration; ``measured`` (tokens/s/GPU) is used for the error only."""
+
+    index: int  # 1-based, in the CSV's order
+    source: str
+    system: str
+    model: str
+    gpus: int
+    precision: str
+    gbs: int
+    mbs: int
+    seq: int
+    fsdp: int
+    tp: int
+    pp: int
+    cp: int
+    vp: int
+    ep: int
+    measured: float | None
+
+
+@dataclass
+class Outcome:
+    """One subprocess run: its numbers, or the one-line reason it has none."""
+
+    tokens: float | None = None
+    tflops: float | None = None
+    breakdown: dict[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+    failure: str | None = None
+
+
+def read_rows(path: str) -> list[Row]:
+    """The CSV's rows (a malformed row still becomes a Row if its layout columns are integers)."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise RowError(f"{path}: missing column(s) {', '.join(missing)} (valid: {', '.join(COLUMNS)}, ...)")
+        rows = []
+        for i, r in enumerate(reader, 1):
+            try:
+                ints = {c: int(r[c]) for c in COLUMNS if c not in ("model", "precision")}
+            except (TypeError, ValueError) as e:
+                raise RowError(f"{path}: row {i}: a layout column is not an integer ({e})") from None
+            try:
+                measured = float(r.get("tokens_per_s_per_gpu") or "nan")
+            except ValueError:
+                raise RowError(f"{path}: row {i}: tokens_per_s_per_gpu is not a number") from None
+            rows.append(
+                Row(
+                    index=i,
+                    source=r.get("source", ""),
+                    system=r.get("system", "DGX-H100"),
+                    model=r["model"],
+                    precision=r["precision"],
+                    measured=None if measured != measured else measured,  # NaN: not given
+                    **ints,
+                )
+            )
+    return rows
+
+
+def preset_name(model: str, presets: Sequence[str] | None = None) -> str:
+    """The hcsim preset of the CSV's model spelling (LLAMA3.1-405B -> llama3-405b, GPT3-5B -> gpt3-5b)."""
+    key = model.strip().lower()
+    key = MODEL_ALIASES.get(key, key)
+    if presets is not None and key not in presets:
+        raise RowError(f"model {model!r} has no hcsim preset {key!r} (valid: {', '.join(presets)})")
+    return key
+
+
+def precision_name(precision: str) -> str:
+    """hcsim's --precision of the CSV's precision column (FP8 and FP8-CS -> fp8, BF16 -> bf16)."""
+    try:
+        return PRECISIONS[precision.strip().lower()]
+    except KeyError:
+        raise RowError(f"precision {precision!r} is unknown (valid: {', '.join(PRECISIONS)})") from None
+
+
+def machine(system: str) -> str:
+    """The --system and --calibration name of the CSV's system column (DGX-H100 -> dgx-h100)."""
+    return system.strip().lower()
+
+
+def data_parallel(row: Row) -> tuple[int, int]:
+    """``(DP, GA)``: DP = G / (TP x PP x CP), GA = GBS / (MBS x DP); RowError if either does not divide."""
+    per_replica = row.tp * row.pp * row.cp
+    if per_replica < 1 or row.gpus % per_replica:
+        raise RowError(f"layout does not divide: {row.gpus} GPUs / (tp {row.tp} x pp {row.pp} x cp {row.cp})")
+    dp = row.gpus // per_replica
+    if row.mbs < 1 or row.gbs % (row.mbs * dp):
+        raise RowError(f"batch does not divide: GBS {row.gbs} / (MBS {row.mbs} x DP {dp})")
+    return dp, row.gbs // (row.mbs * dp)
+
+
+def layout_text(row: Row) -> str:
+    """The --parallel value: every dimension, 1s included."""
+    return f"tp={row.tp},pp={row.pp},cp={row.cp},vp={row.vp},ep={row.ep}"
+
+
+def command(hcsim: Sequence[str], row: Row, calibration: str, presets: Sequence[str] | None = None) -> list[str]:
+    """The exact ``hcsim run`` arguments of ``row`` under ``calibration`` (RowError if it cannot be built)."""
+    _, ga = data_parallel(row)
+    argv = [*hcsim, "run", "--system", machine(row.system), "--xpus", str(row.gpus)]
+    argv += ["--model", preset_name(row.model, presets), "--precision", precision_name(row.precision)]
+    argv += ["--parallel", layout_text(row), "--micro-batch", str(row.mbs), "--microbatches", str(ga)]
+    argv += ["--sequence", str(row.seq)]
+    if row.fsdp:
+        argv += ["--zero", "3"]
+    return argv + ["--calibration", calibration, "--fast", "--json"]
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = lines[-1] if lines else "no output"
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def parse_output(stdout: str) -> Outcome:
+    """The numbers of the JSON ``hcsim run --json`` printed (a failure if there is none)."""
+    try:
+        data = json.loads(stdout)
+    except ValueError:
+        return Outcome(failure=f"no JSON in the output: {_one_line(stdout)}")
+    if not isinstance(data, dict) or not isinstance(data.get("tokens_per_s_per_gpu"), (int, float)):
+        return Outcome(failure="the JSON has no tokens_per_s_per_gpu")
+    nested = data.get("breakdown") if isinstance(data.get("breakdown"), dict) else {}
+    where = {}
+    for key, _ in BREAKDOWN:
+        value = nested.get(key, data.get(key))
+        if isinstance(value, (int, float)):
+            where[key] = float(value)
+    tflops = data.get("model_tflops_per_gpu")
+    return Outcome(
+        tokens=float(data["tokens_per_s_per_gpu"]),
+        tflops=float(tflops) if isinstance(tflops, (int, float)) else None,
+        breakdown=where,
+    )
+
+
+def predict(argv: list[str], timeout: float, cwd: str = REPO) -> Outcome:
+    """Run one prediction; a failure (exit code, timeout, bad JSON) becomes a one-line reason."""
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return Outcome(wall_s=time.perf_counter() - t0, failure=f"timed out after {timeout:g} s")
+    except OSError as e:
+        return Outcome(wall_s=time.perf_counter() - t0, failure=f"cannot run {argv[0]}: {e}")
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        return Outcome(wall_s=wall, failure=f"exit {p.returncode}: {_one_line(p.stderr or p.stdout)}")
+    out = parse_output(p.stdout)
+    out.wall_s = wall
+    return out
+
+
+def signed_error(predicted: float, measured: float) -> float:
+    """predicted / measured - 1 (positive: hcsim predicts more throughput than was measured)."""
+    return predicted / measured - 1.0
+
+
+def error_stats(errors: Sequence[float]) -> tuple[float, float] | None:
+    """(median, max) of |error|, or None without any."""
+    if not errors:
+        return None
+    a = sorted(abs(e) for e in errors)
+    n = len(a)
+    median = a[n // 2] if n % 2 else (a[n // 2 - 1] + a[n // 2]) / 2
+    return median, a[-1]
+
+
+def parse_rows(text: str, count: int) -> list[int]:
+    """``--rows 1,5-7`` as 1-based indexes (RowError naming an index outside 1..count)."""
+    chosen: list[int] = []
+    for item in text.split(","):
+        lo, sep, hi = item.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi) if sep else int(lo)
+        except ValueError:
+            raise RowError(f"--rows item {item.strip()!r} is invalid (valid: N or N-M, 1-based)") from None
+        for i in range(first, last + 1):
+            if not 1 <= i <= count:
+                raise RowError(f"--rows: row {i} does not exist (valid: 1..{count})")
+            if i not in chosen:
+                chosen.append(i)
+    if not chosen:
+        raise RowError(f"--rows {text!r} chooses no row (valid: N or N-M, 1-based)")
+    return chosen
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _breakdown_text(where: dict[str, float]) -> str:
+    return ", ".join(f"{label} {where[key]:.3g}" for key, label in BREAKDOWN if key in where) + (" s" if where else "")
+
+
+def _nccl_section() -> list[str]:
+    """The calibration's check tables (nccl-tests and GEMM), as hcsim.calibration.checks renders them."""
+    try:
+        from hcsim.calibration.checks import markdown
+    except ImportError as e:
+        return [f"Not available in this tree (hcsim.calibration.checks: {e})."]
+    try:
+        text = markdown()
+    except Exception as e:  # noqa: BLE001 - one line in the report, not a crash of the study
+        return [f"hcsim.calibration.checks.markdown() failed: {type(e).__name__}: {e}"]
+    return [line for line in text.splitlines() if not line.startswith("<!--")]
+
+
+def row_error(row: Row, outcome: Outcome | RowError | None) -> float | None:
+    """The signed error of a row's prediction, None if it has none."""
+    if isinstance(outcome, Outcome) and outcome.tokens is not None and row.measured:
+        return signed_error(outcome.tokens, row.measured)
+    return None
+
+
+def summary_lines(
+    rows: Sequence[Row], outcomes: dict[tuple[int, str], Outcome | RowError], calibrations: Sequence[str]
+) -> list[str]:
+    """One markdown row per calibration: rows predicted, median and max |error|."""
+    lines = []
+    for cal in calibrations:
+        errors = [e for r in rows if (e := row_error(r, outcomes.get((r.index, cal)))) is not None]
+        stats = error_stats(errors)
+        text = f"{stats[0]:.1%} | {stats[1]:.1%}" if stats else "- | -"
+        lines.append(f"| {cal} | {len(errors)} of {len(rows)} | {text} |")
+    return lines
+
+
+def render(
+    rows: Sequence[Row],
+    outcomes: dict[tuple[int, str], Outcome | RowError],
+    calibrations: Sequence[str],
+    csv_path: str,
+    nccl: Sequence[str] | None = None,
+) -> str:
+    """docs/results/validation.md: the summary per calibration, the row table, the nccl-tests section."""
+    shown_csv = os.path.relpath(csv_path, REPO) if os.path.isabs(csv_path) else csv_path
+
+    def error_of(row: Row, cal: str) -> float | None:
+        return row_error(row, outcomes.get((row.index, cal)))
+
+    lines = [
+        "# Validation: hcsim against published DGX-H100 training throughput",
+        "",
+        f"<!-- generated by `python experiments/validate_measured.py` from {shown_csv}; do not edit -->",
+        "",
+        f"Rows: {shown_csv} (sources in its README). Each prediction is one run of",
+        "`hcsim run --system dgx-h100 --xpus G --model M --precision P --parallel tp=T,pp=P,cp=C,vp=V,ep=E "
+        "--micro-batch MBS --microbatches GA --sequence SEQ [--zero 3] --calibration C --fast --json`, "
+        "DP = G / (T x P x C), GA = GBS / (MBS x DP). Error = predicted / measured - 1. The measured "
+        "throughput is used for the error only; nothing was fitted to it.",
+        "",
+        "## Summary",
+        "",
+        "| calibration | rows predicted | median abs(error) | max abs(error) |",
+        "|---|---|---|---|",
+    ]
+    lines += summary_lines(rows, outcomes, calibrations)
+    head = ["row", "model", "GPUs", "precision", "layout", "DP x GA"]
+    for cal in calibrations:
+        head += [f"predicted ({cal})", f"error ({cal})", f"wall ({cal})"]
+    head += ["measured", f"breakdown ({calibrations[0]}, s/iteration)"]
+    lines += ["", "## Rows", "", "tokens/s/GPU; wall: seconds the prediction took.", ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        fsdp = ", FSDP" if r.fsdp else ""
+        layout = f"{layout_text(r)}, mbs={r.mbs}, seq={r.seq}{fsdp}"
+        cells = [str(r.index), r.model, str(r.gpus), r.precision, layout]
+        try:
+            dp, ga = data_parallel(r)
+            cells.append(f"{dp} x {ga}")
+        except RowError:
+            cells.append("-")
+        for cal in calibrations:
+            o = outcomes.get((r.index, cal))
+            if isinstance(o, RowError):
+                cells += [f"not run: {o}", "-", "-"]
+            elif o is None:
+                cells += ["not run", "-", "-"]
+            elif o.failure is not None:
+                cells += [f"failed: {o.failure}", "-", f"{o.wall_s:.1f}"]
+            else:
+                e = error_of(r, cal)
+                tf = f" ({o.tflops:.0f} TFLOP/s)" if o.tflops is not None else ""
+                cells += [f"{o.tokens:,.0f}{tf}", f"{e:+.1%}" if e is not None else "-", f"{o.wall_s:.1f}"]
+        cells.append(f"{r.measured:,.0f}" if r.measured else "-")
+        first = outcomes.get((r.index, calibrations[0]))
+        cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines += ["", "## Collectives and GEMMs: the calibration's check tables", ""]
+    lines += list(nccl if nccl is not None else _nccl_section())
+    return "\n".join(lines) + "\n"
+
+
+def run_all(
+    rows: Sequence[Row],
+    hcsim: Sequence[str],
+    jobs: int,
+    timeout: float,
+    presets: Sequence[str] | None,
+    log: Callable[[str], None] = print,
+) -> tuple[dict[tuple[int, str], Outcome | RowError], list[str]]:
+    """Each row under its machine's calibration and the ideal model, ``jobs`` subprocesses at a time."""
+    calibrations = sorted({machine(r.system) for r in rows}) + [IDEAL]
+    outcomes: dict[tuple[int, str], Outcome | RowError] = {}
+    tasks = []
+    for r in rows:
+        for cal in (machine(r.system), IDEAL):
+            try:
+                tasks.append((r, cal, command(hcsim, r, cal, presets)))
+            except RowError as e:
+                outcomes[(r.index, cal)] = e
+                log(f"row {r.index} {cal}: not run: {e}")
+
+    def one(task: tuple[Row, str, list[str]]) -> None:
+        r, cal, argv = task
+        o = outcomes[(r.index, cal)] = predict(argv, timeout)
+        if o.failure is not None:
+            log(f"row {r.index} {r.model} {cal}: failed: {o.failure} ({o.wall_s:.1f} s)")
+        else:
+            e = f" {signed_error(o.tokens, r.measured):+.1%}" if r.measured and o.tokens is not None else ""
+            log(f"row {r.index} {r.model} {cal}: {o.tokens:,.0f} tokens/s/GPU{e} ({o.wall_s:.1f} s)")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, tasks))
+    return outcomes, calibrations
+
+
+def _presets() -> list[str] | None:
+    try:
+        from hcsim.workload.models.spec import PRESETS
+    except ImportError:
+        return None
+    return list(PRESETS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("csv", nargs="?", default=DEFAULT_CSV, help="measured CSV (default: the vendored DGX-H100 rows)")
+    p.add_argument("--rows", help="a subset, 1-based as in the table: e.g. 1,5-7 (default: every row)")
+    p.add_argument("--jobs", type=int, default=1, help="predictions run at once (default 1)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per prediction (default 600)")
+    p.add_argument("--out", default=DEFAULT_OUT, help="markdown to write (default docs/results/validation.md)")
+    p.add_argument("--hcsim", default=f"{shlex.quote(sys.executable)} -m hcsim.cli", help="the hcsim command")
+    args = p.parse_args(argv)
+    name = os.path.basename(sys.argv[0]) if argv is None else "validate_measured.py"
+    try:
+        if not os.path.isfile(args.csv):
+            raise RowError(f"measured CSV {args.csv} does not exist (valid: a CSV with columns {', '.join(COLUMNS)})")
+        if args.jobs < 1 or args.timeout <= 0:
+            raise RowError("--jobs and --timeout must be positive")
+        rows = read_rows(args.csv)
+        if args.rows:
+            chosen = parse_rows(args.rows, len(rows))
+            rows = [r for r in rows if r.index in chosen]
+    except RowError as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        return 2
+    outcomes, calibrations = run_all(rows, shlex.split(args.hcsim), args.jobs, args.timeout, _presets())
+    text = render(rows, outcomes, calibrations, args.csv)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print("| calibration | rows predicted | median abs(error) | max abs(error) |")
+    print("\n".join(summary_lines(rows, outcomes, calibrations)))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

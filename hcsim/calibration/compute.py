@@ -1,0 +1,204 @@
+"""Calibrated operator time: GEMMs by shape, FlashAttention by sequence length, memory-bound ops.
+
+Pure functions of a loaded :class:`~hcsim.calibration.schema.Calibration` (formulas in
+docs/calibration.md):
+
+* GEMM: ``max(flops / (peak x max_fraction x wave_efficiency), bytes / hbm_achieved) + launch``;
+  the backward is two GEMMs (dgrad (m, k, n), wgrad (k, n, m)) of half the backward FLOPs each.
+* attention with a shape: FlashAttention's own FLOP count (fwd 4*b*sq*skv*h*d, halved when
+  causal; bwd 2.5 x fwd) over the measured rate at ``seq_kv``, so the operator's FLOP
+  convention (Megatron counts bwd = 2 x fwd) does not matter.
+* anything else, or a GEMM/attention without a shape: a roofline at the achieved ceilings.
+
+Under ``fp8`` only GEMMs use the FP8 peak; attention and element-wise ops stay BF16, as
+Transformer Engine runs them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hcsim.calibration.schema import PRECISIONS, Calibration
+from hcsim.errors import HcsimError
+
+__all__ = ["attention_seconds", "gemm_seconds", "op_seconds", "wave_efficiency"]
+
+_KINDS = ("linear", "attention", "norm", "elementwise", "embedding", "router", "experts")
+_GEMM_KINDS = ("linear", "experts", "router")
+_IN_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
+_OUT_BYTES = {"fp8": 2, "bf16": 2, "fp16": 2, "fp32": 4}  # FP8 GEMMs write BF16
+
+
+def _check_precision(precision: str, calib: Calibration) -> None:
+    if precision not in PRECISIONS:
+        raise HcsimError(f"precision {precision!r} is unknown (valid: {', '.join(PRECISIONS)})")
+    if precision not in calib.peak:
+        valid = ", ".join(p for p in PRECISIONS if p in calib.peak)
+        raise HcsimError(f"precision {precision!r} is not available on {calib.name} (valid: {valid})")
+
+
+def wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int) -> float:
+    """Fraction of SM-waves doing useful work: tiles / (sms x waves) for ``ceil(m/Tm) x ceil(n/Tn)`` tiles.
+
+    >>> wave_efficiency(128 * 132, 256, (128, 256), 132)
+    1.0
+    >>> round(wave_efficiency(128 * 132 + 1, 256, (128, 256), 132), 4)  # one more tile: a second wave
+    0.5038
+    """
+    tiles = math.ceil(m / tile[0]) * math.ceil(n / tile[1])
+    waves = math.ceil(tiles / sms)
+    return tiles / (sms * waves)
+
+
+def _best_wave(m: int, n: int, calib: Calibration) -> float:
+    if not calib.wave_quantization:
+        return 1.0
+    return max(wave_efficiency(m, n, tile, calib.sms) for tile in calib.tiles)
+
+
+def _gemm_kernel(flops: float, nbytes: float, m: int, n: int, precision: str, calib: Calibration) -> float:
+    rate = calib.peak[precision] * calib.gemm_fraction[precision] * _best_wave(m, n, calib)
+    return max(flops / rate, nbytes / calib.hbm_achieved)
+
+
+def _check_shape(shape: Any, what: str, size: int) -> tuple[int, ...]:
+    ok = isinstance(shape, (tuple, list)) and len(shape) == size
+    if ok:
+        ok = all(not isinstance(x, bool) and isinstance(x, int) and x >= 1 for x in shape[:5])
+    if not ok:
+        valid = "(m, n, k)" if size == 3 else "(batch, seq_q, seq_kv, heads, head_dim, causal)"
+        raise HcsimError(f"{what} {shape!r} is invalid (valid: {valid}, positive integers)")
+    return tuple(shape)
+
+
+def gemm_seconds(
+    m: int, n: int, k: int, precision: str, calib: Calibration, pass_: str = "fwd", launch: bool = True
+) -> float:
+    """Seconds of one GEMM ``[m, k] x [k, n]`` (``pass_="bwd"``: its dgrad + wgrad), bytes counted
+    as ``(m*k + k*n) * in + m*n * out`` (FP8 inputs write BF16). ``launch=False`` gives kernel time only.
+
+    >>> from hcsim.calibration import load_calibration
+    >>> calib = load_calibration("dgx-h100")
+    >>> m = 128 * 132; t = gemm_seconds(m, 256 * 8, 8192, "bf16", calib, launch=False)
+    >>> round(2 * m * 2048 * 8192 / t / 1e12, 1)  # one full wave: peak x MAMF fraction
+    794.5
+    """
+    m, n, k = _check_shape((m, n, k), "gemm", 3)
+    _check_precision(precision, calib)
+    if pass_ not in ("fwd", "bwd"):
+        raise HcsimError(f"pass {pass_!r} is unknown (valid: fwd, bwd)")
+    i, o = _IN_BYTES[precision], _OUT_BYTES[precision]
+    if pass_ == "fwd":
+        shapes = [(m, n, k)]
+    else:
+        shapes = [(m, k, n), (k, n, m)]
+    t = 0.0
+    for a, b, c in shapes:
+        t += _gemm_kernel(2.0 * a * b * c, (a * c + c * b) * i + a * b * o, a, b, precision, calib)
+    return t + (len(shapes) * calib.launch if launch else 0.0)
+
+
+def _interp(seqlens: tuple[float, ...], values: tuple[float | None, ...], s: float) -> float:
+    """Piecewise linear in log2(seqlen) over the non-null readings, held constant beyond the ends."""
+    pts = [(math.log2(x), v) for x, v in zip(seqlens, values, strict=True) if v is not None]
+    x = math.log2(s)
+    if x <= pts[0][0]:
+        return pts[0][1]
+    if x >= pts[-1][0]:
+        return pts[-1][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _table_rate(table: Any, head_dim: int, causal: bool, seq: int, calib: Calibration) -> float:
+    """The measured rate for the nearest head dim (ties: the larger), the same mask if measured."""
+    dims = sorted({d for d, _ in table}, key=lambda d: (abs(d - head_dim), -d))
+    d = dims[0]
+    values = table.get((d, causal)) or table[(d, not causal)]
+    return _interp(calib.attention_seqlens, values, seq)
+
+
+def _fa_fwd_flops(batch: int, seq_q: int, seq_kv: int, heads: int, head_dim: int, causal: bool) -> float:
+    pairs = float(seq_q) * seq_kv
+    if causal:  # bottom-right aligned mask; s*s/2 when seq_q == seq_kv, FA's convention
+        pairs = seq_q * seq_kv / 2.0 if seq_q >= seq_kv else seq_q * seq_kv - seq_q * seq_q / 2.0
+    return 4.0 * batch * pairs * heads * head_dim
+
+
+def attention_seconds(shape: Any, pass_: str, calib: Calibration, launch: bool = True) -> float:
+    """Seconds of a FlashAttention pass for ``shape = (batch, seq_q, seq_kv, heads, head_dim, causal)``.
+
+    FLOPs are FA's (fwd ``4*b*sq*skv*h*d``, halved when causal; bwd 2.5 x fwd), divided by the
+    calibrated rate at ``seq_kv`` (BF16: the kernel Transformer Engine also uses under FP8).
+
+    >>> from hcsim.calibration import load_calibration
+    >>> calib = load_calibration("dgx-h100")
+    >>> shape = (4, 4096, 4096, 16, 128, True)
+    >>> round(4 * 4 * 4096 * 4096 * 16 * 128 / 2 / attention_seconds(shape, "fwd", calib, launch=False) / 1e12)
+    579
+    """
+    b, sq, skv, h, d, causal = _check_shape(shape, "attention", 6)
+    if not isinstance(causal, bool):
+        raise HcsimError(f"attention causal flag {causal!r} is invalid (valid: True, False)")
+    if pass_ not in ("fwd", "bwd"):
+        raise HcsimError(f"pass {pass_!r} is unknown (valid: fwd, bwd)")
+    fwd = _fa_fwd_flops(b, sq, skv, h, d, causal)
+    if pass_ == "fwd":
+        t = fwd / _table_rate(calib.attention_fwd, d, causal, skv, calib)
+    else:
+        t = 2.5 * fwd / _table_rate(calib.attention_bwd, d, causal, skv, calib)
+    return t + (calib.launch if launch else 0.0)
+
+
+def op_seconds(op: Any, pass_: str, precision: str, calib: Calibration) -> float:
+    """Seconds of one operator pass on one GPU under ``calib``.
+
+    ``op`` needs ``kind``, ``fwd_flops``, ``bwd_flops``, ``fwd_bytes``, ``bwd_bytes`` and may carry
+    ``gemm = (m, n, k)`` (linear/experts/router: the forward GEMM) and ``attention = (batch, seq_q,
+    seq_kv, heads, head_dim, causal)``; a missing or ``None`` shape falls back to the roofline
+    ``max(flops / (peak x max_fraction), bytes / hbm_achieved) + launch``. A pass with neither
+    FLOPs nor bytes launches nothing and takes 0 s.
+
+    GEMM ops use the operator's own FLOPs and bytes (an experts op may hold several GEMMs) with the
+    wave efficiency of its shape; the backward is split evenly between dgrad and wgrad.
+
+    >>> from types import SimpleNamespace
+    >>> from hcsim.calibration import load_calibration
+    >>> calib = load_calibration("dgx-h100")
+    >>> norm = SimpleNamespace(kind="norm", fwd_flops=0.0, bwd_flops=0.0, fwd_bytes=2668e6, bwd_bytes=0.0)
+    >>> round(op_seconds(norm, "fwd", "bf16", calib) * 1e6, 1)  # 1 ms at 2668 GB/s + 2.5 us launch
+    1002.5
+    """
+    kind = getattr(op, "kind", None)
+    if kind not in _KINDS:
+        raise HcsimError(f"operator kind {kind!r} is unknown (valid: {', '.join(_KINDS)})")
+    if pass_ not in ("fwd", "bwd"):
+        raise HcsimError(f"pass {pass_!r} is unknown (valid: fwd, bwd)")
+    _check_precision(precision, calib)
+    flops = float(getattr(op, f"{pass_}_flops"))
+    nbytes = float(getattr(op, f"{pass_}_bytes"))
+    if flops < 0 or nbytes < 0 or math.isnan(flops) or math.isnan(nbytes):
+        raise HcsimError(f"operator {getattr(op, 'name', kind)!r}: negative or NaN {pass_} FLOPs/bytes")
+    if flops == 0 and nbytes == 0:
+        return 0.0
+    gemm = getattr(op, "gemm", None)
+    attention = getattr(op, "attention", None)
+    if kind in _GEMM_KINDS and gemm is not None:
+        m, n, k = _check_shape(gemm, "gemm", 3)
+        if pass_ == "fwd":
+            return _gemm_kernel(flops, nbytes, m, n, precision, calib) + calib.launch
+        half_f, half_b = flops / 2.0, nbytes / 2.0
+        dgrad = _gemm_kernel(half_f, half_b, m, k, precision, calib)
+        wgrad = _gemm_kernel(half_f, half_b, k, n, precision, calib)
+        return dgrad + wgrad + 2.0 * calib.launch
+    # attention and element-wise work stay BF16 under FP8 (Transformer Engine)
+    p = "bf16" if precision == "fp8" else precision
+    if kind == "attention" and attention is not None and p != "fp32":
+        return attention_seconds(attention, pass_, calib)
+    if kind in _GEMM_KINDS:
+        p = precision
+    rate = calib.peak[p] * calib.gemm_fraction[p]
+    return max(flops / rate, nbytes / calib.hbm_achieved) + calib.launch

@@ -1,0 +1,456 @@
+"""Load and validate a machine calibration file into frozen dataclasses.
+
+A calibration file is YAML whose every leaf is an *entry* ``{value, unit, source, note}``:
+the value in the stated unit, and the public source it was copied from (repository at a
+commit and path, a paper and its table or figure, or a URL). The schema below is closed:
+an unknown key, an entry without a source, a wrong unit, a negative number or a duplicate
+YAML key is a one-line :class:`~hcsim.errors.HcsimError`. Numbers are converted to SI
+(flop/s, bytes, bytes/s, seconds) once here, so the models never see units.
+
+``load_calibration("ideal")`` returns ``None``: no calibration, today's ideal model.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from dataclasses import dataclass
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+from hcsim.errors import HcsimError
+
+__all__ = [
+    "CALIBRATIONS",
+    "Calibration",
+    "Entry",
+    "load_calibration",
+]
+
+#: names of the shipped calibrations (``ideal`` means none)
+CALIBRATIONS = ("dgx-h100", "dgx-a100", "ideal")
+
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+PEAK_KEYS = ("fp8", "bf16", "fp16", "tf32", "fp32")
+PROTOCOLS = ("LL", "LL128", "Simple")
+NCCL_ALGOS = ("tree", "ring", "nvls", "nvls_tree", "pat")
+HEAD_DIMS = (64, 128, 256)
+
+# unit spelling -> factor to SI, per family
+_UNITS: dict[str, dict[str, float]] = {
+    "flops": {"TFLOP/s": 1e12, "GFLOP/s": 1e9, "FLOP/s": 1.0},
+    "bandwidth": {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6, "B/s": 1.0, "Gb/s": 1e9 / 8},
+    "bytes": {"B": 1.0, "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30, "GB": 1e9, "MB": 1e6},
+    "time": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9},
+    "count": {"count": 1.0},
+    "fraction": {"fraction": 1.0},
+    "tokens": {"tokens": 1.0},
+    "elements": {"elements": 1.0},
+    "bool": {"bool": 1.0},
+    "text": {"text": 1.0},
+}
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    family: str
+    shape: str = "scalar"  # "scalar" | "list" (any length) | "triple" (3 numbers) | "tiles" | "table" (may hold null)
+    required: bool = True
+
+
+def _q(family: str, shape: str = "scalar", required: bool = True) -> _Leaf:
+    return _Leaf(family, shape, required)
+
+
+_TABLE_KEYS = {f"d{d}_{m}": _q("flops", "table", required=False) for d in HEAD_DIMS for m in ("causal", "noncausal")}
+_LAT = {a: _q("time", "triple") for a in NCCL_ALGOS}
+
+SCHEMA: dict[str, Any] = {
+    "device": {
+        "name": _q("text"),
+        "peak": {k: _q("flops", required=k != "fp8") for k in PEAK_KEYS},
+        "hbm_capacity": _q("bytes"),
+        "hbm_bandwidth": _q("bandwidth"),
+        "sms": _q("count"),
+    },
+    "gemm": {
+        "max_fraction": {p: _q("fraction", required=p != "fp8") for p in PRECISIONS},
+        "tiles": _q("elements", "tiles"),
+        "wave_quantization": _q("bool"),
+    },
+    "attention": {
+        "kernel": _q("text"),
+        "seqlens": _q("tokens", "list"),
+        "fwd": dict(_TABLE_KEYS),
+        "bwd": dict(_TABLE_KEYS),
+    },
+    "memory": {"hbm_achieved": _q("bandwidth")},
+    "launch": {"kernel": _q("time")},
+    "network": {
+        "gpus_per_node": _q("count"),
+        "nvlink_links": _q("count"),
+        "nvlink_per_direction": _q("bandwidth"),
+        "nics_per_node": _q("count"),
+        "nic_line_rate": _q("bandwidth"),
+    },
+    "nccl": {
+        "version": _q("text"),
+        "per_nvlink_bw": _q("bandwidth"),
+        "channels": _q("count"),
+        "nvls_available": _q("bool"),
+        "nvls_efficiency": _q("fraction"),
+        "nvls_channels": _q("count"),
+        "ll128_enabled": _q("bool"),
+        "collnet_available": _q("bool"),
+        "same_channels": _q("bool"),
+        "net_overhead": _q("time"),
+        "base_latency": dict(_LAT),
+        "hw_latency": {"nvlink": dict(_LAT), "net": dict(_LAT)},
+        "ll_max_bw": _q("bandwidth", "triple"),
+        "per_channel_ring_ll128_bw": _q("bandwidth", "triple"),
+        "per_channel_tree_ll128_bw": _q("bandwidth", "triple"),
+        "per_channel_tree_bw": _q("bandwidth", "triple"),
+        "per_channel_nvls_tree_bw": _q("bandwidth", "triple"),
+        "buffer_sizes": _q("bytes", "triple"),
+        "p2p_chunk_sizes": _q("bytes", "triple"),
+    },
+}
+_TOP_TEXT = ("name", "description")  # plain strings
+_TOP_FREE = "sources"  # name -> string, for YAML anchors; not used by the models
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One calibrated number as written (``value``, ``unit``) with its SI value and its source."""
+
+    path: str
+    value: Any
+    unit: str
+    source: str
+    note: str
+    si: Any  # float, bool, str, or a tuple of floats (None for a missing table reading)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A loaded machine calibration, in SI units. ``entries`` keeps every number with its source.
+
+    ``peak`` and ``gemm_fraction`` map precision -> flop/s and fraction (fp8 absent on A100);
+    ``attention_fwd``/``attention_bwd`` map (head_dim, causal) -> FA TFLOP/s readings in flop/s
+    at ``attention_seqlens`` (None where the reading is missing); NCCL latency tables map
+    algorithm -> (LL, LL128, Simple) seconds; the ``*_bw`` triples are (1 node, 2 nodes, 4+ nodes).
+    """
+
+    name: str
+    description: str
+    path: str
+    # device
+    device_name: str
+    peak: MappingProxyType
+    hbm_capacity: float
+    hbm_bandwidth: float
+    sms: int
+    # gemm
+    gemm_fraction: MappingProxyType
+    tiles: tuple[tuple[int, int], ...]
+    wave_quantization: bool
+    # attention
+    attention_kernel: str
+    attention_seqlens: tuple[float, ...]
+    attention_fwd: MappingProxyType
+    attention_bwd: MappingProxyType
+    # memory, launch
+    hbm_achieved: float
+    launch: float
+    # network
+    gpus_per_node: int
+    nvlink_links: int
+    nvlink_per_direction: float
+    nics_per_node: int
+    nic_line_rate: float
+    # nccl
+    nccl_version: str
+    per_nvlink_bw: float
+    channels: int
+    nvls_available: bool
+    nvls_efficiency: float
+    nvls_channels: int
+    ll128_enabled: bool
+    collnet_available: bool
+    same_channels: bool
+    net_overhead: float
+    base_latency: MappingProxyType
+    hw_latency_nvlink: MappingProxyType
+    hw_latency_net: MappingProxyType
+    ll_max_bw: tuple[float, float, float]
+    per_channel_ring_ll128_bw: tuple[float, float, float]
+    per_channel_tree_ll128_bw: tuple[float, float, float]
+    per_channel_tree_bw: tuple[float, float, float]
+    per_channel_nvls_tree_bw: tuple[float, float, float]
+    buffer_sizes: tuple[float, float, float]
+    p2p_chunk_sizes: tuple[float, float, float]
+    entries: MappingProxyType  # dotted path -> Entry
+
+
+def _unique_key_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader, node, deep=False):
+        loader.flatten_mapping(node)
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise HcsimError(
+                    f"calibration: duplicate key {key!r} at line {key_node.start_mark.line + 1} "
+                    f"(first at line {seen[key] + 1}; valid: each key once)"
+                )
+            seen[key] = key_node.start_mark.line
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return Loader
+
+
+def _number(x: Any, path: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise HcsimError(f"calibration {path}: value {x!r} is not a finite number")
+    if x < 0:
+        raise HcsimError(f"calibration {path}: value {x!r} is negative (valid: >= 0)")
+    return float(x)
+
+
+def _entry(raw: Any, spec: _Leaf, path: str) -> Entry:
+    if not isinstance(raw, dict):
+        raise HcsimError(f"calibration {path}: {raw!r} is not an entry (valid: {{value, unit, source, note}})")
+    unknown = sorted(set(raw) - {"value", "unit", "source", "note"})
+    if unknown:
+        raise HcsimError(f"calibration {path}: unknown key {unknown[0]!r} (valid: value, unit, source, note)")
+    for key in ("value", "unit"):
+        if key not in raw:
+            raise HcsimError(f"calibration {path}: missing {key!r} (valid: {{value, unit, source, note}})")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise HcsimError(
+            f"calibration {path}: entry has no source (valid: a non-empty string naming the public source)"
+        )
+    note = raw.get("note", "")
+    if not isinstance(note, str):
+        raise HcsimError(f"calibration {path}: note {note!r} is not a string")
+    unit = raw["unit"]
+    units = _UNITS[spec.family]
+    if unit not in units:
+        raise HcsimError(f"calibration {path}: unit {unit!r} is invalid (valid: {', '.join(units)})")
+    factor = units[unit]
+    value = raw["value"]
+    if spec.family == "bool":
+        if not isinstance(value, bool):
+            raise HcsimError(f"calibration {path}: value {value!r} is not a boolean (valid: true, false)")
+        si: Any = value
+    elif spec.family == "text":
+        if not isinstance(value, str) or not value.strip():
+            raise HcsimError(f"calibration {path}: value {value!r} is not a non-empty string")
+        si = value
+    elif spec.shape == "scalar":
+        si = _number(value, path) * factor
+        if spec.family == "count":
+            if si != int(si):
+                raise HcsimError(f"calibration {path}: value {value!r} is not an integer count")
+            si = int(si)
+    elif spec.shape == "tiles":
+        ok = isinstance(value, list) and value and all(isinstance(t, list) and len(t) == 2 for t in value)
+        if not ok:
+            raise HcsimError(f"calibration {path}: value {value!r} is not a list of [m, n] tiles")
+        tiles = []
+        for t in value:
+            for x in t:
+                if isinstance(x, bool) or not isinstance(x, int) or x < 1:
+                    raise HcsimError(f"calibration {path}: tile {t!r} is invalid (valid: [m, n], integers >= 1)")
+            tiles.append((t[0], t[1]))
+        si = tuple(tiles)
+    else:
+        if not isinstance(value, list) or not value:
+            raise HcsimError(f"calibration {path}: value {value!r} is not a non-empty list of numbers")
+        if spec.shape == "triple" and len(value) != 3:
+            raise HcsimError(f"calibration {path}: value {value!r} must have 3 numbers")
+        items = []
+        for x in value:
+            if x is None and spec.shape == "table":
+                items.append(None)
+            else:
+                items.append(_number(x, path) * factor)
+        si = tuple(items)
+    if isinstance(value, list):  # keep the entry immutable like the rest of the result
+        value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return Entry(path, value, unit, source, note, si)
+
+
+def _walk(raw: Any, schema: dict[str, Any], path: str, out: dict[str, Entry]) -> None:
+    if not isinstance(raw, dict):
+        raise HcsimError(f"calibration {path}: {raw!r} is not a mapping (valid keys: {', '.join(schema)})")
+    for key in raw:
+        if key not in schema:
+            where = f"{path}.{key}" if path else str(key)
+            raise HcsimError(f"calibration: unknown key {where!r} (valid keys here: {', '.join(schema)})")
+    for key, spec in schema.items():
+        where = f"{path}.{key}" if path else key
+        if key not in raw:
+            if isinstance(spec, _Leaf) and not spec.required:
+                continue
+            if isinstance(spec, dict) and all(isinstance(s, _Leaf) and not s.required for s in spec.values()):
+                continue
+            raise HcsimError(f"calibration: missing key {where!r} (valid keys here: {', '.join(schema)})")
+        if isinstance(spec, _Leaf):
+            out[where] = _entry(raw[key], spec, where)
+        else:
+            _walk(raw[key], spec, where, out)
+
+
+def _table(entries: dict[str, Entry], section: str, nseq: int) -> MappingProxyType:
+    table = {}
+    for d in HEAD_DIMS:
+        for mask in ("causal", "noncausal"):
+            entry = entries.get(f"attention.{section}.d{d}_{mask}")
+            if entry is None:
+                continue
+            if len(entry.si) != nseq:
+                raise HcsimError(
+                    f"calibration {entry.path}: {len(entry.si)} values for {nseq} seqlens (valid: one per seqlen)"
+                )
+            if all(v is None for v in entry.si):
+                raise HcsimError(f"calibration {entry.path}: every value is null (valid: at least one number)")
+            table[(d, mask == "causal")] = entry.si
+    if not table:
+        raise HcsimError(f"calibration attention.{section}: no table (valid keys: {', '.join(k for k in _TABLE_KEYS)})")
+    return MappingProxyType(table)
+
+
+def _build(data: Any, path: str) -> Calibration:
+    if not isinstance(data, dict):
+        raise HcsimError(f"calibration {path}: the file is not a YAML mapping")
+    valid = (*_TOP_TEXT, _TOP_FREE, *SCHEMA)
+    for key in data:
+        if key not in valid:
+            raise HcsimError(f"calibration: unknown key {key!r} (valid keys: {', '.join(valid)})")
+    for key in _TOP_TEXT:
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise HcsimError(f"calibration {path}: {key!r} must be a non-empty string")
+    free = data.get(_TOP_FREE, {})
+    if not isinstance(free, dict) or not all(isinstance(v, str) and v.strip() for v in free.values()):
+        raise HcsimError(f"calibration {path}: 'sources' must map names to non-empty strings")
+    entries: dict[str, Entry] = {}
+    _walk({k: v for k, v in data.items() if k in SCHEMA}, SCHEMA, "", entries)
+    e = {k: v.si for k, v in entries.items()}
+    for key in ("device.sms", "network.gpus_per_node", "network.nvlink_links", "network.nics_per_node"):
+        if e[key] < 1:
+            raise HcsimError(f"calibration {key}: {e[key]} must be >= 1")
+    for key in [k for k in e if k.startswith("gemm.max_fraction.")] + ["nccl.nvls_efficiency"]:
+        if e[key] > 1:
+            raise HcsimError(f"calibration {key}: {e[key]} is a fraction (valid: 0..1)")
+    peak = {k[len("device.peak.") :]: v for k, v in e.items() if k.startswith("device.peak.")}
+    frac = {k[len("gemm.max_fraction.") :]: v for k, v in e.items() if k.startswith("gemm.max_fraction.")}
+    if ("fp8" in peak) != ("fp8" in frac):
+        raise HcsimError("calibration: device.peak.fp8 and gemm.max_fraction.fp8 go together (valid: both or neither)")
+    seqlens = e["attention.seqlens"]
+    if list(seqlens) != sorted(set(seqlens)) or seqlens[0] <= 0:
+        raise HcsimError(f"calibration attention.seqlens: {seqlens} (valid: increasing positive lengths)")
+
+    def lat(prefix: str) -> MappingProxyType:
+        return MappingProxyType({a: e[f"{prefix}.{a}"] for a in NCCL_ALGOS})
+
+    return Calibration(
+        name=data["name"],
+        description=data["description"],
+        path=path,
+        device_name=e["device.name"],
+        peak=MappingProxyType(peak),
+        hbm_capacity=e["device.hbm_capacity"],
+        hbm_bandwidth=e["device.hbm_bandwidth"],
+        sms=e["device.sms"],
+        gemm_fraction=MappingProxyType(frac),
+        tiles=e["gemm.tiles"],
+        wave_quantization=e["gemm.wave_quantization"],
+        attention_kernel=e["attention.kernel"],
+        attention_seqlens=seqlens,
+        attention_fwd=_table(entries, "fwd", len(seqlens)),
+        attention_bwd=_table(entries, "bwd", len(seqlens)),
+        hbm_achieved=e["memory.hbm_achieved"],
+        launch=e["launch.kernel"],
+        gpus_per_node=e["network.gpus_per_node"],
+        nvlink_links=e["network.nvlink_links"],
+        nvlink_per_direction=e["network.nvlink_per_direction"],
+        nics_per_node=e["network.nics_per_node"],
+        nic_line_rate=e["network.nic_line_rate"],
+        nccl_version=e["nccl.version"],
+        per_nvlink_bw=e["nccl.per_nvlink_bw"],
+        channels=e["nccl.channels"],
+        nvls_available=e["nccl.nvls_available"],
+        nvls_efficiency=e["nccl.nvls_efficiency"],
+        nvls_channels=e["nccl.nvls_channels"],
+        ll128_enabled=e["nccl.ll128_enabled"],
+        collnet_available=e["nccl.collnet_available"],
+        same_channels=e["nccl.same_channels"],
+        net_overhead=e["nccl.net_overhead"],
+        base_latency=lat("nccl.base_latency"),
+        hw_latency_nvlink=lat("nccl.hw_latency.nvlink"),
+        hw_latency_net=lat("nccl.hw_latency.net"),
+        ll_max_bw=e["nccl.ll_max_bw"],
+        per_channel_ring_ll128_bw=e["nccl.per_channel_ring_ll128_bw"],
+        per_channel_tree_ll128_bw=e["nccl.per_channel_tree_ll128_bw"],
+        per_channel_tree_bw=e["nccl.per_channel_tree_bw"],
+        per_channel_nvls_tree_bw=e["nccl.per_channel_nvls_tree_bw"],
+        buffer_sizes=e["nccl.buffer_sizes"],
+        p2p_chunk_sizes=e["nccl.p2p_chunk_sizes"],
+        entries=MappingProxyType(entries),
+    )
+
+
+def parse_calibration(text: str, path: str = "<string>") -> Calibration:
+    """A :class:`Calibration` from YAML text (``path`` only names it in messages)."""
+    import yaml
+
+    try:
+        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HcsimError(f"calibration {path}: not valid YAML ({first})") from None
+    return _build(data, path)
+
+
+@functools.cache
+def _shipped(name: str) -> Calibration:
+    """A shipped calibration, parsed once (the result is frozen, so sharing it is safe)."""
+    ref = resources.files("hcsim.calibration") / "data" / f"{name}.yaml"
+    return parse_calibration(ref.read_text(encoding="utf-8"), name)
+
+
+def load_calibration(name_or_path: str | os.PathLike) -> Calibration | None:
+    """The calibration ``name_or_path``: a shipped name (``dgx-h100``, ``dgx-a100``), ``ideal``
+    (returns ``None``: no calibration, the ideal model), or a path to a ``.yaml`` file.
+
+    >>> calib = load_calibration("dgx-h100")
+    >>> calib.peak["bf16"] / 1e12, calib.sms
+    (989.4, 132)
+    >>> load_calibration("ideal") is None
+    True
+    """
+    name = os.fspath(name_or_path)
+    if name == "ideal":
+        return None
+    if name in CALIBRATIONS:
+        return _shipped(name)
+    if name.endswith((".yaml", ".yml")):
+        try:
+            with open(name, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise HcsimError(f"calibration {name!r}: cannot read ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise HcsimError(f"calibration {name!r}: not UTF-8 text") from None
+        return parse_calibration(text, name)
+    raise HcsimError(f"calibration {name!r} is unknown (valid: {', '.join(CALIBRATIONS)}, or a path to a .yaml file)")

@@ -1,0 +1,73 @@
+"""The table of collective algorithms: per kind, every :class:`Algorithm` by name, and :func:`register`.
+
+An algorithm is a function ``(ranks, nbytes, view) -> Schedule`` registered for one kind;
+each kind names its default explicitly (``register(..., default=True)``: ``ring`` for
+allreduce, reduce-scatter and allgather, ``chain`` for broadcast and reduce, ``direct``
+for all-to-all and p2p). The library (:mod:`hcsim.collectives.algorithms`) and plug-ins
+register here; :mod:`hcsim.collectives.registry` looks them up. This module imports no
+algorithm, so the library and the lookup form no import circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hcsim.collectives.plans import FlowPlan
+from hcsim.collectives.schedule import Schedule
+from hcsim.collectives.view import TopologyView
+from hcsim.errors import HcsimError
+from hcsim.registry import Registry
+
+__all__ = ["KINDS", "TABLE", "Algorithm", "AlgorithmFn", "register"]
+
+KINDS = ("p2p", "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall")
+AlgorithmFn = Callable[[list[str], float, TopologyView], Schedule]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A registered algorithm.
+
+    ``build`` makes its schedule; ``plan`` (built-in rings and chains only) makes the
+    engine's flow plan directly and may stand for a larger ``group`` of ranks (a folded
+    run) or list one step only (``compact``, for the memoized strategy); ``ring``
+    marks the step-synchronous rings :mod:`hcsim.fast.ring_steps` can run.
+    """
+
+    kind: str
+    name: str
+    build: AlgorithmFn
+    plan: Callable[..., FlowPlan] | None = None
+    ring: bool = False
+    coherent: bool = False  # relies on coherent memory (see the algorithm's docstring)
+    builtin: bool = False  # part of hcsim's library (checked by its tests, not at every run)
+
+    @property
+    def doc(self) -> str:
+        return (self.build.__doc__ or "").strip().splitlines()[0] if self.build.__doc__ else ""
+
+
+#: kind -> its algorithms by name (the default first in ``names()``)
+TABLE: dict[str, Registry[Algorithm]] = {
+    k: Registry("algorithm", scope=f"for {k}", valid="{}, a module:function plug-in, or an MSCCL-IR .xml file")
+    for k in KINDS
+}
+
+
+def register(
+    kind: str, name: str | None = None, *, coherent: bool = False, plan: Callable[..., FlowPlan] | None = None,
+    ring: bool = False, default: bool = False,
+) -> Callable[[AlgorithmFn], AlgorithmFn]:  # fmt: skip
+    """Decorator: register ``fn(ranks, nbytes, view) -> Schedule`` as algorithm ``name`` of ``kind``
+    (``default=True``: the kind's default from now on)."""
+    if kind not in KINDS:
+        raise HcsimError(f"kind {kind!r} is unknown (valid: {', '.join(KINDS)})")
+
+    def wrap(fn: AlgorithmFn) -> AlgorithmFn:
+        key = name or fn.__name__
+        builtin = fn.__module__.startswith("hcsim.collectives.algorithms")
+        TABLE[kind].register(key, Algorithm(kind, key, fn, plan, ring, coherent, builtin), default=default)
+        return fn
+
+    return wrap

@@ -1,0 +1,176 @@
+"""experiments/validate_measured.py: its own logic, against a fake ``hcsim`` command.
+
+The fake (written per test) records its arguments and prints the JSON ``hcsim run --json``
+will print: tokens/s/GPU = 100 x GA with the dgx-h100 calibration and 25 x GA with the
+ideal model, so every prediction, error and statistic below follows from the CSV by hand.
+``--sequence 999`` makes it fail with a message, ``--sequence 777`` makes it hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXPERIMENTS = os.path.join(ROOT, "experiments")
+SCRIPT = os.path.join(EXPERIMENTS, "validate_measured.py")
+
+FAKE = """
+import json, sys, time
+argv = sys.argv[1:]
+with open(sys.argv[0] + ".calls", "a") as f:
+    f.write(json.dumps(argv) + "\\n")
+opt = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
+if opt["--sequence"] == "999":
+    print("hcsim: note: folding", file=sys.stderr)
+    print("hcsim: error: model | does not fit in HBM", file=sys.stderr)
+    sys.exit(2)
+if opt["--sequence"] == "777":
+    time.sleep(30)
+ga = int(opt["--microbatches"])
+per = 100 if opt["--calibration"] == "dgx-h100" else 25
+print(json.dumps({"tokens_per_s_per_gpu": per * ga, "model_tflops_per_gpu": 2.0 * ga,
+                  "breakdown": {"compute_s": 1.5, "exposed_tp_s": 0.25, "idle_s": 0.125},
+                  "memory_stall_s": 0.0}))
+"""
+
+HEADER = "source,system,model,gpus,precision,gbs,mbs,seq,fsdp,tp,pp,cp,vp,ep,tokens_per_s_per_gpu,model_tflops_per_gpu"
+ROWS = [
+    "s,DGX-H100,LLAMA2-7B,8,FP8,128,1,4096,0,1,1,1,1,1,1000,1",  # DP 8, GA 16: 1600 (+60%), ideal 400 (-60%)
+    "s,DGX-H100,LLAMA3.1-405B,1024,FP8-CS,512,1,8192,1,8,8,2,8,1,8000,1",  # DP 8, GA 64: 6400 (-20%), 1600 (-80%)
+    "s,DGX-H100,GPT3-20B,64,BF16,100,2,2048,0,2,1,1,1,1,1,1",  # DP 32: 100 / (2 x 32) does not divide
+    "s,DGX-H100,Nemotron-8B,64,FP8,256,4,4096,0,3,1,1,1,1,1,1",  # 64 / 3 does not divide
+    "s,DGX-H100,GPT-OSS-120B,64,BF16,512,4,999,0,1,4,1,1,8,1,1",  # the fake fails
+]
+
+
+@pytest.fixture
+def vm(monkeypatch):
+    monkeypatch.syspath_prepend(EXPERIMENTS)
+    import validate_measured
+
+    return validate_measured
+
+
+@pytest.fixture
+def fake(tmp_path):
+    path = tmp_path / "fake_hcsim.py"
+    path.write_text(FAKE)
+    return path
+
+
+def _csv(tmp_path, rows=ROWS):
+    path = tmp_path / "measured.csv"
+    path.write_text("\n".join([HEADER, *rows]) + "\n")
+    return path
+
+
+def _calls(fake):
+    return [json.loads(line) for line in open(str(fake) + ".calls")]
+
+
+def test_model_and_precision_mapping(vm):
+    assert vm.preset_name("LLAMA3.1-405B") == "llama3-405b"
+    assert vm.preset_name("GPT3-5B") == "gpt3-5b"
+    assert vm.preset_name("Nemotron-8B") == "nemotron-8b"
+    assert vm.preset_name("GPT-OSS-120B") == "gpt-oss-120b"
+    with pytest.raises(vm.RowError, match="no hcsim preset 'llama9-1b'"):
+        vm.preset_name("LLAMA9-1B", ["llama2-7b"])
+    assert [vm.precision_name(p) for p in ("FP8", "FP8-CS", "BF16")] == ["fp8", "fp8", "bf16"]
+    with pytest.raises(vm.RowError, match="precision 'INT4' is unknown"):
+        vm.precision_name("INT4")
+
+
+def test_dp_and_ga_arithmetic(vm, tmp_path):
+    rows = vm.read_rows(str(_csv(tmp_path)))
+    assert vm.data_parallel(rows[0]) == (8, 16)  # 8 / 1; 128 / (1 x 8)
+    assert vm.data_parallel(rows[1]) == (8, 64)  # 1024 / (8 x 8 x 2); 512 / (1 x 8)
+    with pytest.raises(vm.RowError, match=r"batch does not divide: GBS 100 / \(MBS 2 x DP 32\)"):
+        vm.data_parallel(rows[2])
+    with pytest.raises(vm.RowError, match="layout does not divide: 64 GPUs"):
+        vm.data_parallel(rows[3])
+
+
+def test_the_exact_command(vm, tmp_path):
+    rows = vm.read_rows(str(_csv(tmp_path)))
+    assert vm.command(["hcsim"], rows[1], "dgx-h100") == [
+        "hcsim", "run", "--system", "dgx-h100", "--xpus", "1024", "--model", "llama3-405b", "--precision", "fp8",
+        "--parallel", "tp=8,pp=8,cp=2,vp=8,ep=1", "--micro-batch", "1", "--microbatches", "64",
+        "--sequence", "8192", "--zero", "3", "--calibration", "dgx-h100", "--fast", "--json",
+    ]  # fmt: skip
+    assert "--zero" not in vm.command(["hcsim"], rows[0], "ideal")
+
+
+def test_error_statistics(vm):
+    assert vm.signed_error(1600, 1000) == pytest.approx(0.6)
+    assert vm.error_stats([0.6, -0.2]) == pytest.approx((0.4, 0.6))
+    assert vm.error_stats([-0.3, 0.1, 0.2]) == pytest.approx((0.2, 0.3))
+    assert vm.error_stats([]) is None
+
+
+def test_rows_option(vm):
+    assert vm.parse_rows("1,3-4,3", 5) == [1, 3, 4]
+    with pytest.raises(vm.RowError, match=r"row 6 does not exist \(valid: 1..5\)"):
+        vm.parse_rows("5-6", 5)
+
+
+def test_study_with_a_fake_hcsim(vm, fake, tmp_path, capsys):
+    out = tmp_path / "validation.md"
+    rc = vm.main([str(_csv(tmp_path)), "--hcsim", f"{sys.executable} {fake}", "--jobs", "2", "--out", str(out)])
+    assert rc == 0
+    text = out.read_text()
+    # two predictions per runnable row (dgx-h100 and ideal); none for the rows that do not divide
+    calls = _calls(fake)
+    assert len(calls) == 6
+    assert sorted(c[c.index("--calibration") + 1] for c in calls) == ["dgx-h100"] * 3 + ["ideal"] * 3
+    table = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert "| dgx-h100 | 2 of 5 | 40.0% | 60.0% |" in text  # +60%, -20%
+    assert "| ideal | 2 of 5 | 70.0% | 80.0% |" in text  # -60%, -80%
+    assert "1,600 (32 TFLOP/s) | +60.0% |" in table["1"] and "| 400 (32 TFLOP/s) | -60.0% |" in table["1"]
+    assert "6,400 (128 TFLOP/s) | -20.0% |" in table["2"] and "| 8 x 64 |" in table["2"]
+    assert "FSDP" in table["2"] and "compute 1.5, tp 0.25, bubble/idle 0.125, memory 0 s" in table["2"]
+    assert "not run: batch does not divide" in table["3"]
+    assert "not run: layout does not divide" in table["4"]
+    # the failure's last stderr line, its '|' escaped so the table keeps its columns
+    assert "failed: exit 2: hcsim: error: model \\| does not fit in HBM" in table["5"]
+    assert all(line.count(" | ") == table["row"].count(" | ") for k, line in table.items() if k.isdigit())
+    assert "## Collectives and GEMMs" in text
+    printed = capsys.readouterr().out
+    assert "| dgx-h100 | 2 of 5 | 40.0% | 60.0% |" in printed and f"wrote {out}" in printed
+
+
+def test_timeout_is_a_row_not_a_crash(vm, fake, tmp_path):
+    rows = [ROWS[0].replace(",4096,", ",777,")]
+    out = tmp_path / "v.md"
+    argv = [str(_csv(tmp_path, rows)), "--hcsim", f"{sys.executable} {fake}", "--timeout", "0.5", "--out", str(out)]
+    assert vm.main([*argv, "--rows", "1"]) == 0
+    assert out.read_text().count("failed: timed out after 0.5 s") == 2
+
+
+def test_missing_csv_is_one_line(tmp_path):
+    p = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "nope.csv")], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "Traceback" not in p.stderr
+    assert "nope.csv does not exist" in p.stderr
+
+
+def test_vendored_rows_all_build_a_command(vm):
+    """Every published row maps to a preset and a precision, and its layout divides."""
+    from hcsim.workload.models.spec import PRESETS
+
+    rows = vm.read_rows(vm.DEFAULT_CSV)
+    assert len(rows) == 16
+    for r in rows:
+        argv = vm.command(["hcsim"], r, "dgx-h100", list(PRESETS))
+        assert argv[argv.index("--model") + 1] in PRESETS
+
+
+def test_nccl_section_is_the_calibration_checks(vm):
+    pytest.importorskip("hcsim.calibration.checks")
+    lines = vm._nccl_section()
+    assert any("nccl-tests" in line for line in lines)
+    assert not any(line.startswith("<!--") for line in lines)
