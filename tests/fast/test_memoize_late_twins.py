@@ -1,7 +1,7 @@
 """Twin flows that form late: once other traffic on their links is over for good.
 
 On the non-coherent system every ring flow between servers crosses PCIe links that the
-XPUs' host-memory copies also cross, so its twin class (``hcsim/fast/memoize.py``,
+XPUs' host-memory copies also cross, so its twin class (``hcsim/fast/twins.py``,
 "Twins") cannot be in force while the backward pass copies; it forms once no vertex can
 start a copy there any more, none is in flight, and every twin stands where its
 representative does. Checked here:

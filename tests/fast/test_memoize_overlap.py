@@ -2,7 +2,7 @@
 
 LLaMA2-13B's per-decoder gradient allreduces overlap: the backward pass makes a new one
 every ~80 ms while each takes longer, so up to 37 rings share the fat tree's links at
-1024 XPUs. ``hcsim/fast/memoize.py`` counts what rings of one layout do to each other
+1024 XPUs. ``hcsim/fast/groups.py`` counts what rings of one layout do to each other
 per flow index, and keeps twin flows (identical routes that carry only their own index's
 flows) out of SimGrid, following one representative. Checked here, on the folded small
 fat tree (and at the studies' extremes, 16 GB/s and 100 us links):
