@@ -31,6 +31,8 @@ _LAZY = {
     "star": "hcsim.platform.builders",
     "leaf_spine": "hcsim.platform.builders",
     "fat_tree": "hcsim.platform.builders",
+    "dgx_system": "hcsim.platform.dgx",
+    "load_calibration": "hcsim.calibration.schema",
     "compile_platform": "hcsim.platform.compiler",
     # collectives: the plug-in API
     "register": "hcsim.collectives.table",
@@ -55,6 +57,7 @@ _LAZY = {
     "summarize": "hcsim.engine.report",
     # fast paths: run it at scale
     "simulate_system": "hcsim.fast.system",
+    "RunOptions": "hcsim.fast.system",
     "fold_data_parallel": "hcsim.fast.folding",
     # analysis: read a run
     "breakdown": "hcsim.analysis.breakdown",
