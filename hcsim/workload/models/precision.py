@@ -67,6 +67,10 @@ class TrainingPrecision:
         Stage 1 is Megatron's distributed optimizer (optimizer state sharded): bf16 gives
         ``2 + 4 + 12/d = 6 + 12/d`` (dist_optimizer.md); 2 also shards the gradients, 3 the weights.
         """
+        return sum(self.state_split(zero, shards))
+
+    def state_split(self, zero: int, shards: int) -> tuple[float, float, float]:
+        """(weights, gradients, optimizer state) bytes of one parameter under ZeRO stage ``zero`` over ``shards``."""
         weights = self.param_bytes + self.weight_cache_bytes
         grads, optimizer = self.grad_bytes, self.optimizer_bytes
         if zero >= 1:
@@ -75,7 +79,7 @@ class TrainingPrecision:
             grads /= shards
         if zero >= 3:
             weights /= shards
-        return weights + grads + optimizer
+        return weights, grads, optimizer
 
 
 def training_precision(

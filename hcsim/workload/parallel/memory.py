@@ -100,25 +100,13 @@ def training_memory(
                 for n, shards in ((dense, replicas), (expert, replicas // ep)):
                     if not n:
                         continue
-                    w, g, o = _per_param(policy, zero, shards)
+                    w, g, o = policy.state_split(zero, shards)
                     weights += n * w
                     grads += n * g
                     optimizer += n * o
                 activations += cost.activation_bytes * kept
         out.append(StageMemory(p, weights, grads, optimizer, activations))
     return out
-
-
-def _per_param(policy: Any, zero: int, shards: int) -> tuple[float, float, float]:
-    weights = policy.param_bytes + policy.weight_cache_bytes
-    grads, optimizer = policy.grad_bytes, policy.optimizer_bytes
-    if zero >= 1:
-        optimizer /= shards
-    if zero >= 2:
-        grads /= shards
-    if zero >= 3:
-        weights /= shards
-    return weights, grads, optimizer
 
 
 def check_fits(
