@@ -23,13 +23,27 @@ from dataclasses import dataclass
 
 from hcsim.errors import HcsimError
 
-__all__ = ["ENGINE_PRECISION", "TRAINING_PRECISIONS", "TrainingPrecision", "training_precision"]
+__all__ = ["ENGINE_PRECISION", "TRAINING_PRECISIONS", "TrainingPrecision", "training_precision", "zero_shards"]
 
 #: the engine precision a vertex of each training precision runs at in the ideal model (fp16: same peak
 #: as bf16 on every device hcsim models; fp8 at the 16-bit rate until the engine knows fp8 rates)
 ENGINE_PRECISION = {"fp32": "fp32", "fp16": "fp16", "bf16": "fp16", "fp8": "fp16"}
 
 TRAINING_PRECISIONS = tuple(ENGINE_PRECISION)
+
+
+def zero_shards(weights: float, grads: float, optimizer: float, zero: int, shards: int) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer state) left on one rank by ZeRO stage ``zero`` over ``shards`` ranks.
+
+    Stage 1 shards the optimizer state (Megatron's distributed optimizer), 2 also the gradients, 3 the weights.
+    """
+    if zero >= 1:
+        optimizer /= shards
+    if zero >= 2:
+        grads /= shards
+    if zero >= 3:
+        weights /= shards
+    return weights, grads, optimizer
 
 
 @dataclass(frozen=True)
@@ -71,15 +85,9 @@ class TrainingPrecision:
 
     def state_split(self, zero: int, shards: int) -> tuple[float, float, float]:
         """(weights, gradients, optimizer state) bytes of one parameter under ZeRO stage ``zero`` over ``shards``."""
-        weights = self.param_bytes + self.weight_cache_bytes
-        grads, optimizer = self.grad_bytes, self.optimizer_bytes
-        if zero >= 1:
-            optimizer /= shards
-        if zero >= 2:
-            grads /= shards
-        if zero >= 3:
-            weights /= shards
-        return weights, grads, optimizer
+        return zero_shards(
+            self.param_bytes + self.weight_cache_bytes, self.grad_bytes, self.optimizer_bytes, zero, shards
+        )
 
 
 def training_precision(

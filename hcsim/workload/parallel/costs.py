@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from hcsim.workload.models.precision import zero_shards
+
 __all__ = ["RECOMPUTE", "Part", "UnitCost", "block_cost", "fold", "state_bytes"]
 
 #: activation recomputation modes (Megatron's ``--recompute-granularity``): none, selective (the
@@ -125,12 +127,6 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
 
 def state_bytes(params: int, bytes_per_value: int, zero: int, dp: int) -> float:
     """Training state of ``params`` parameters on one rank under ZeRO stage ``zero`` over ``dp`` replicas."""
-    weights = grads = float(bytes_per_value)
-    optimizer = 12.0 if bytes_per_value < 4 else 8.0
-    if zero >= 1:
-        optimizer /= dp
-    if zero >= 2:
-        grads /= dp
-    if zero >= 3:
-        weights /= dp
+    value = float(bytes_per_value)
+    weights, grads, optimizer = zero_shards(value, value, 12.0 if bytes_per_value < 4 else 8.0, zero, dp)
     return params * (weights + grads + optimizer)
