@@ -26,6 +26,7 @@ from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.cli.platform import build_topology
 from hcsim.collectives import algorithm
 from hcsim.engine import report
+from hcsim.engine.memory import all_local, fill_local_first
 from hcsim.errors import HcsimError
 from hcsim.fast import simulate, simulate_system
 from hcsim.fast.system import FoldRefused
@@ -165,8 +166,11 @@ def main(args: argparse.Namespace) -> int:
             raise HcsimError(f"--calibration {args.calibration} needs a machine it describes (valid: --system "
                              f"{', '.join(DGX_SYSTEMS)}; or --calibration ideal)")  # fmt: skip
         topo = build_topology(args, notes, spec=spec)
+        placement = fill_local_first
         if training and args.system in DGX_SYSTEMS:
             _check_fits(args, workload, topo)
+            if not args.allow_spill:  # it fits (checked): nothing is spilled, as Megatron spills nothing
+                placement = all_local
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
@@ -188,6 +192,7 @@ def main(args: argparse.Namespace) -> int:
                 fast=args.fast,
                 fold=fold,
                 repeat=args.repeat or args.fast,
+                placement=placement,
             )
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"

@@ -334,12 +334,26 @@ def _dask(spec: SweepSpec, points: list[Point], jobs: int, scheduler: str | None
             yield row
         finished = True
     finally:
+        quiet = logging.getLogger("distributed")
+        level = quiet.level
         if not finished and cluster is not None:  # our own workers: stop their points, then close them
+            # Closing under a Ctrl-C, a worker may lose its scheduler mid-heartbeat and log a
+            # traceback; the interrupted sweep already said its one line.
+            quiet.setLevel(logging.CRITICAL)
             with contextlib.suppress(Exception):
-                client.run(kill_running_points)
-        client.close()
-        if cluster is not None:
-            cluster.close()
+                client.run(_stop_quietly)
+        try:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        finally:
+            quiet.setLevel(level)
+
+
+def _stop_quietly() -> None:
+    """In a worker of an interrupted sweep: silence Dask's closing chatter, kill the points."""
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    kill_running_points()
 
 
 def _current_directory_importable() -> None:
