@@ -118,6 +118,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.workload.models.precision", "training precisions (fp32, fp16, bf16, fp8): bytes per tensor kind"),
             ("hcsim.workload.models.ops", "per-operator FLOPs, memory traffic, parameters and activations"),
             ("hcsim.workload.models.inference", "inference steps as workload graphs: prefill, decode, tensor-parallel"),
+            ("hcsim.workload.models.layer_checks", "the calibrated layer model against TE's H100 layer benchmark"),
             ("hcsim.workload.parallel", "parallel training: layouts, pipeline schedules, the graph builder"),
             ("hcsim.workload.parallel.layout", "`dp x tp x pp (x ep)` layouts and the rank mapping onto XPUs"),
             ("hcsim.workload.parallel.schedules", "GPipe and 1F1B orders of a pipeline stage's passes"),

@@ -11,7 +11,8 @@ docs/calibration.md):
 * anything else, or a GEMM/attention without a shape: a roofline at the achieved ceilings.
 
 Under ``fp8`` only GEMMs use the FP8 peak; attention and element-wise ops stay BF16, as
-Transformer Engine runs them.
+Transformer Engine runs them, and a linear's FP8 operands are quantized by a memory-bound kernel
+(``gemm.fp8_quantize_bytes``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,19 @@ def _best_wave(m: int, n: int, calib: Calibration) -> float:
 def _gemm_kernel(flops: float, nbytes: float, m: int, n: int, precision: str, calib: Calibration) -> float:
     rate = calib.peak[precision] * calib.gemm_fraction[precision] * _best_wave(m, n, calib)
     return max(flops / rate, nbytes / calib.hbm_achieved)
+
+
+def _quantize(kind: str, elements: int, precision: str, calib: Calibration) -> float:
+    """Seconds to quantize an FP8 linear's activation (forward) or output gradient (backward).
+
+    Transformer Engine casts the BF16 tensor to FP8 twice, row-wise for this GEMM and column-wise
+    (transposed) for the weight-gradient GEMM (``gemm.fp8_quantize_bytes`` per element: read 2,
+    write 1 + 1), one memory-bound kernel; the FP8 weight is cached across micro-batches. Expert
+    GEMMs (grouped) and 16-bit GEMMs are not timed here.
+    """
+    if precision != "fp8" or kind != "linear" or not calib.fp8_quantize_bytes:
+        return 0.0
+    return elements * calib.fp8_quantize_bytes / calib.hbm_achieved + calib.launch
 
 
 def _check_shape(shape: Any, what: str, size: int) -> tuple[int, ...]:
@@ -189,11 +203,12 @@ def op_seconds(op: Any, pass_: str, precision: str, calib: Calibration) -> float
     if kind in _GEMM_KINDS and gemm is not None:
         m, n, k = _check_shape(gemm, "gemm", 3)
         if pass_ == "fwd":
-            return _gemm_kernel(flops, nbytes, m, n, precision, calib) + calib.launch
+            kernel = _gemm_kernel(flops, nbytes, m, n, precision, calib)
+            return kernel + calib.launch + _quantize(kind, m * k, precision, calib)
         half_f, half_b = flops / 2.0, nbytes / 2.0
         dgrad = _gemm_kernel(half_f, half_b, m, k, precision, calib)
         wgrad = _gemm_kernel(half_f, half_b, k, n, precision, calib)
-        return dgrad + wgrad + 2.0 * calib.launch
+        return dgrad + wgrad + 2.0 * calib.launch + _quantize(kind, m * n, precision, calib)
     # attention and element-wise work stay BF16 under FP8 (Transformer Engine)
     p = "bf16" if precision == "fp8" else precision
     if kind == "attention" and attention is not None and p != "fp32":
