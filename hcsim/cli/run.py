@@ -162,10 +162,9 @@ def main(args: argparse.Namespace) -> int:
         spec = None
         if calib is not None and args.system in DGX_SYSTEMS:
             spec = calibrated_dgx_spec(DGX_SYSTEMS[args.system], calib)
-        elif calib is not None:
-            raise HcsimError(f"--calibration {args.calibration} needs a machine it describes (valid: --system "
-                             f"{', '.join(DGX_SYSTEMS)}; or --calibration ideal)")  # fmt: skip
         topo = build_topology(args, notes, spec=spec)
+        if calib is not None and args.system not in DGX_SYSTEMS:
+            _check_calibrated_devices(args, calib, topo, notes)
         placement = fill_local_first
         if training and args.system in DGX_SYSTEMS:
             _check_fits(args, workload, topo)
@@ -222,6 +221,22 @@ def main(args: argparse.Namespace) -> int:
         text += "\nskipped from the input  " + ", ".join(f"{n} {k}" for k, n in skipped.items())
     print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
     return 0
+
+
+def _check_calibrated_devices(args: argparse.Namespace, calib: Calibration, topo: Topology, notes: list) -> None:
+    """A calibration times compute on its own GPU only: every XPU of a non-DGX system must be that GPU.
+
+    The system keeps its own network (links at their rates, ideal collectives); only the operators'
+    times come from the calibration. Said in a note.
+    """
+    gpu = calib.device_name.split()[0]  # "H100 SXM5 80GB" -> "H100"
+    others = sorted({str(topo.nodes[x].get("device")) for x in topo.xpus()} - {gpu, f"{gpu}-SXM"})
+    if others:
+        raise HcsimError(
+            f"--calibration {args.calibration} times {gpu} XPUs; --system {args.system} also has "
+            f"{', '.join(others)} (valid: a system of {gpu} XPUs only, or --calibration ideal)"
+        )
+    notes.append(f"note: compute calibrated ({calib.name}); the {args.system} network and its collectives stay ideal")
 
 
 def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topology) -> None:
