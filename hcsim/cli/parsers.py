@@ -132,9 +132,12 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
     r.add_argument(
         "--algorithm",
         help="allreduce algorithm of llama2-13b and allreduce (default ring): a name of 'hcsim collective "
-        "--algorithm all', module:function, or an MSCCL-IR .xml",
+        "--algorithm all', module:function, or an MSCCL-IR .xml; for Chakra and AICB traces, per kind: "
+        "KIND=NAME,... (e.g. all_to_all=ring,all_reduce=halving_doubling)",
     )
-    r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
+    r.add_argument(
+        "--iterations", type=int, help="iterations to run (>= 1; with --model or a Chakra/AICB trace default 1)"
+    )
     coh = r.add_mutually_exclusive_group()
     coh.add_argument(
         "--coherent",
