@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import hcsim.collectives.algorithms  # noqa: F401 - registers the library (before any lookup)
-from hcsim import simgrid_runtime
+import hcsim.simgrid_runtime as simgrid_runtime
 from hcsim.collectives.check import check_schedule
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.schedule import Schedule
