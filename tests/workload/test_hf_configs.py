@@ -149,3 +149,21 @@ def test_refused_shapes_of_other_families() -> None:
         from_hf_config(gemma3)
     with pytest.raises(HcsimError, match="multimodal config .*text_config"):
         from_hf_config({"model_type": "gemma3", "text_config": GEMMA2_9B})
+
+
+def test_cli_says_the_warning_in_one_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    config = {**json.loads((DATA / "mistral-7b-v0.1.json").read_text()), "model_type": "my_decoder"}
+    config["num_hidden_layers"] = 2
+    (tmp_path / "my.json").write_text(json.dumps(config))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    args = ["run", "--system", "cxl", "--xpus", "8", "--model", "my.json", "--inference", "--batch", "1"]
+    r = subprocess.run([sys.executable, "-m", "hcsim.cli", *args, "--context", "512"], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    warned = [line for line in r.stderr.splitlines() if "my_decoder" in line]
+    assert warned == [warned[0]] and warned[0].startswith("hcsim: warning: model config 'my.json': model_type")
+    assert "Traceback" not in r.stderr and "return from_hf_config" not in r.stderr  # no source line
