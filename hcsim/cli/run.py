@@ -31,6 +31,7 @@ from hcsim.errors import HcsimError
 from hcsim.fast import simulate, simulate_system
 from hcsim.fast.system import FoldRefused
 from hcsim.files import check_output_path
+from hcsim.formats.chakra import chakra_files
 from hcsim.formats.workload_files import (
     algorithm_choice,
     check_workload_file,
@@ -81,6 +82,11 @@ def _narrowing(args: argparse.Namespace, work: Workload, xpus: list[str]) -> str
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim run``; the exit status."""
+    if getattr(args, "chakra", None) is not None:  # --chakra PATH: --workload PATH, a Chakra trace or an error
+        if args.workload is not None or args.model:
+            raise HcsimError("give one workload: --chakra PATH, --workload or --model")
+        chakra_files(args.chakra)  # what is not a Chakra trace says why (no rank files, a missing rank, ...)
+        args.workload = args.chakra
     if args.iterations is None:  # a transformer or a trace is one iteration unless said otherwise
         if not args.model and not (args.workload and workload_format(args.workload)):
             if args.workload and os.path.isfile(args.workload) and not args.workload.endswith(".json"):

@@ -93,10 +93,11 @@ def test_the_pytorch_trace_replicated_runs_its_collectives(trace: Path, tmp_path
     assert len(comm) == 7 and all(r.end > r.start for r in comm)
 
 
-def test_cli_runs_the_trace_with_one_iteration_by_default(trace: Path) -> None:
+@pytest.mark.parametrize("flag", ["--chakra", "--workload"])
+def test_cli_runs_the_trace_with_one_iteration_by_default(trace: Path, flag: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run(
-        [*CLI, "run", "--system", "cxl", "--xpus", "8", "--workload", str(trace), "--json"],
+        [*CLI, "run", "--system", "cxl", "--xpus", "8", flag, str(trace), "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -238,3 +239,15 @@ def test_cli_unknown_format_is_one_line(tmp_path: Path) -> None:
         timeout=600,
     )
     assert_one_line_error(r, "AICB physical-execution CSV", "Chakra trace")
+
+
+def test_cli_chakra_flag_says_what_is_not_a_trace(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        [*CLI, "run", "--system", "cxl", "--xpus", "8", "--chakra", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert_one_line_error(r, "Chakra trace directory", "must hold one trace NAME.RANK.et")
