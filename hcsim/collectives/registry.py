@@ -170,7 +170,12 @@ def build_plan(
             return alg.plan(kind, name, ranks, nbytes, None)
     key = (kind, name, tuple(ranks))
     check = not alg.builtin and key not in _CHECKED  # plug-ins and MSCCL-IR: proven once per scope
-    plan = build_schedule(kind, name, ranks, nbytes, view, check=check).to_plan()
+    sch = build_schedule(kind, name, ranks, nbytes, view, check=check)
+    if alg.builtin:
+        plan = sch.to_plan()
+    else:
+        with plugin_guard(f"collective plug-in {name!r} ({kind})", "failed in the schedule it returned", prefix=False):
+            plan = sch.to_plan()
     _CHECKED.add(key)
     return plan
 

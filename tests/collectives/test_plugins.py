@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from clitools import CLI, assert_one_line_error
 
-from hcsim.collectives import Schedule, build_schedule, register
+from hcsim.collectives import Schedule, build_plan, build_schedule, register
 from hcsim.collectives.registry import algorithm, check_coherent, plugin_guard
 from hcsim.collectives.table import TABLE
 from hcsim.errors import HcsimError
@@ -53,6 +53,17 @@ PLUGINS = {
 
         def interrupt(ranks, nbytes, view):
             raise KeyboardInterrupt
+
+        def bad_plan(ranks, nbytes, view):
+            Schedule = __import__("hcsim.collectives", fromlist=["Schedule"]).Schedule
+
+            class Broken(Schedule):
+                def to_plan(self):
+                    raise ValueError("no plan today")
+
+            s = Broken("allreduce", ranks)
+            s.add(ranks[0], ranks[1], nbytes)
+            return s
 
         not_a_function = 5
     """,
@@ -103,6 +114,13 @@ def test_a_broken_plugin_is_one_line_naming_it(plugins: Path, module: str, fn: s
     assert "\n" not in text and len(text) < 500
     assert f"plug-in {name!r} (allreduce)" in text, text
     assert needle in text, text
+
+
+def test_a_schedule_that_cannot_become_a_plan_is_one_line(plugins: Path) -> None:
+    name = _name(plugins, "calls", "bad_plan")
+    with pytest.raises(HcsimError, match=r"failed in the schedule it returned: ValueError: no plan today") as e:
+        build_plan("allreduce", name, RANKS, 1e6)
+    assert f"plug-in {name!r} (allreduce)" in str(e.value)
 
 
 def test_a_syntax_error_names_file_and_line(plugins: Path) -> None:
