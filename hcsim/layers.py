@@ -94,6 +94,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.collectives.algorithms.halving_doubling", "Rabenseifner's recursive halving-doubling"),
             ("hcsim.collectives.algorithms.hierarchical", "hierarchical (intra/inter-server) and 2D-ring allreduce"),
             ("hcsim.collectives.algorithms.pairwise", "pairwise-exchange all-to-all"),
+            ("hcsim.collectives.algorithms.ring_alltoall", "ASTRA-sim's ring all-to-all"),
             ("hcsim.collectives.algorithms.shared_memory", "CXL shared-memory allreduce (coherent systems)"),
             ("hcsim.collectives.algorithms.topology_ring", "rings in topology order (NCCL-like)"),
             ("hcsim.collectives.algorithms.tree", "binary-tree broadcast and reduce, NCCL's double binary tree"),

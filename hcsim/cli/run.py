@@ -31,7 +31,14 @@ from hcsim.errors import HcsimError
 from hcsim.fast import simulate, simulate_system
 from hcsim.fast.system import FoldRefused
 from hcsim.files import check_output_path
-from hcsim.formats.workload_files import load_workload, xpu_rates_from_platform
+from hcsim.formats.chakra import chakra_files
+from hcsim.formats.workload_files import (
+    algorithm_choice,
+    check_workload_file,
+    load_workload,
+    workload_format,
+    xpu_rates_from_platform,
+)
 from hcsim.platform import simgrid_files
 from hcsim.platform.dgx import DGX_SYSTEMS
 from hcsim.platform.probe import host_facts, precheck_platform
@@ -75,8 +82,15 @@ def _narrowing(args: argparse.Namespace, work: Workload, xpus: list[str]) -> str
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim run``; the exit status."""
-    if args.iterations is None:
-        if not args.model:
+    if getattr(args, "chakra", None) is not None:  # --chakra PATH: --workload PATH, a Chakra trace or an error
+        if args.workload is not None or args.model:
+            raise HcsimError("give one workload: --chakra PATH, --workload or --model")
+        chakra_files(args.chakra)  # what is not a Chakra trace says why (no rank files, a missing rank, ...)
+        args.workload = args.chakra
+    if args.iterations is None:  # a transformer or a trace is one iteration unless said otherwise
+        if not args.model and not (args.workload and workload_format(args.workload)):
+            if args.workload and os.path.isfile(args.workload) and not args.workload.endswith(".json"):
+                check_workload_file(args.workload)  # a file of no known format: say so first
             raise HcsimError("--iterations is required (valid: an integer >= 1)")
         args.iterations = 1
     if not 1 <= args.iterations <= MAX_ITERATIONS:
@@ -177,8 +191,9 @@ def main(args: argparse.Namespace) -> int:
                 f"(valid: {', '.join(DATA_PARALLEL)}, or --model without --inference)"
             )
         fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
-        if args.fast and args.algorithm is not None:
-            fold = None if algorithm("allreduce", args.algorithm).ring else False
+        chosen = algorithm_choice(args.algorithm).get("allreduce")
+        if args.fast and chosen is not None:
+            fold = None if algorithm("allreduce", chosen).ring else False
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         with warnings.catch_warnings():  # a refused fold is said once, as a note (below)

@@ -15,6 +15,7 @@ from hcsim.collectives.algorithms import (  # noqa: F401 - the rest of the libra
     halving_doubling,
     hierarchical,
     pairwise,
+    ring_alltoall,
     shared_memory,
     topology_ring,
     tree,
