@@ -181,9 +181,10 @@ def compact_routing(topology: Topology) -> str | None:
     another shape): ``"Cluster"`` for XPUs each linked to one and the same switch and to
     nothing else (SimGrid's star: a route is the source's up-link, then the destination's
     down-link, the only path there is); ``"DijkstraCache"`` for 3 or more XPUs in one cycle
-    of equal links that XPUs route through (routes declared between neighbours only;
-    SimGrid takes the fewest-hop path, which on equal links is the latency-shortest one
-    hcsim's router takes). Anything else (a full mesh, several dimensions, memory nodes,
+    of equal links, in the order of their names, that XPUs route through (routes declared
+    between neighbours only; SimGrid takes the fewest-hop path, which on equal links is the
+    latency-shortest one, and breaks ties as hcsim's router does: :func:`_ring_route_order`).
+    Anything else (a full mesh, several dimensions, memory nodes,
     pinned routes or zones) keeps the compiler's explicit routes.
     """
     nodes = topology.number_of_nodes()
@@ -198,22 +199,34 @@ def compact_routing(topology: Topology) -> str | None:
             return "Cluster"
         return None
     if others == 0 and len(xpus) >= 3 and topology.number_of_edges() == len(xpus):
-        ring = topology.graph.get("host_transit") and all(degrees[x] == 2 for x in xpus)
+        ring = sorted(xpus)
+        along = all(topology.has_edge(a, b) for a, b in zip(ring, ring[1:] + ring[:1], strict=True))
         values = {(d["latency"], d["bandwidth"] * d.get("lanes", 1)) for _, _, d in topology.edges(data=True)}
-        if ring and len(values) == 1 and _is_one_cycle(topology, xpus[0], len(xpus)):
+        if along and topology.graph.get("host_transit") and len(values) == 1:
             return "DijkstraCache"
     return None
 
 
-def _is_one_cycle(topology: Topology, start: str, n: int) -> bool:
-    """Whether walking from ``start`` along degree-2 nodes visits all ``n`` nodes before coming back."""
-    prev, here, seen = None, start, 0
-    while True:
-        seen += 1
-        step = next(v for v in topology.neighbors(here) if v != prev)
-        prev, here = here, step
-        if here == start:
-            return seen == n
+def _ring_route_order(ring: list[str]) -> list[tuple[str, str]]:
+    """The ring's links in the order that makes SimGrid's Dijkstra break ties as hcsim's router does.
+
+    SimGrid numbers a Dijkstra zone's nodes in the order routes first name them, and of two
+    equally short paths keeps the one whose last hop comes from the lower-numbered node. Between
+    opposite NPUs of an even ring (the only ties), hcsim's router (ties to the first path in
+    sorted node order) arrives from the neighbour nearer to NPU 0 round the ring, or the
+    lower-numbered of two equally near. So the nodes are named in the order
+    (distance from NPU 0, index): each link below brings in one new node, the last closes the ring.
+    """
+    n = len(ring)
+    order = sorted(range(n), key=lambda i: (min(i, n - i), i))
+    seen, links = {order[0]}, []
+    for i in order[1:]:
+        j = next(k for k in ((i - 1) % n, (i + 1) % n) if k in seen)
+        links.append((min(i, j), max(i, j)))
+        seen.add(i)
+    every = {(min(i, (i + 1) % n), max(i, (i + 1) % n)) for i in range(n)}
+    links += sorted(every - set(links))
+    return [(ring[a], ring[b]) for a, b in links]
 
 
 def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, precision: str = "fp32") -> CompileStats:
@@ -253,18 +266,20 @@ def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, p
                     for a, b, data in links:
                         xf.write(_link_element(a, b, data), "\n")
                         stats.links += 1
-                    for a, b, _ in links:
-                        if routing == "Cluster":  # a is the switch ('dim0.switch0' < 'npu...') or b is
-                            npu, sw = (b, a) if topology.is_host(b) else (a, b)
+                    if routing == "Cluster":
+                        for a, b, _ in links:
+                            npu, sw = (a, b) if topology.is_host(a) else (b, a)
                             name = link_id(a, b)
                             # the compiler's direction for npu -> switch: UP when npu < switch
                             up, down = ("UP", "DOWN") if npu < sw else ("DOWN", "UP")
                             xf.write(etree.Element("host_link", id=npu, up=f"{name}_{up}", down=f"{name}_{down}"), "\n")
-                        else:
+                            stats.routes += 1
+                    else:
+                        for a, b in _ring_route_order(hosts):  # a < b: the link's UP direction goes a -> b
                             route = etree.Element("route", src=a, dst=b, symmetrical="YES")
                             etree.SubElement(route, "link_ctn", id=link_id(a, b), direction="UP")
                             xf.write(route, "\n")
-                        stats.routes += 1
+                            stats.routes += 1
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
