@@ -8,9 +8,14 @@ NPUs along a dimension forms one building block.
 
 :func:`read_astra_network` parses a file; :func:`astra_network_topology` validates the
 parsed mapping and assembles the topology (NPUs as XPUs ``npuNN`` ranked by id).
+:func:`compile_astra_network` writes it as SimGrid XML with routes by rule where the
+shape allows (:func:`compact_routing`: a switch as one ``Cluster`` zone, a ring as a
+``DijkstraCache`` zone of neighbour routes), else through the compiler's explicit routes.
 
-Invariant: links and latencies are ASTRA-sim's; routes are hcsim's (latency-weighted
-shortest paths), identical to ASTRA-sim's for one dimension. See docs/formats.md.
+Invariants: links and latencies are ASTRA-sim's; routes are hcsim's (latency-weighted
+shortest paths), identical to ASTRA-sim's for one dimension, and the compact XML takes
+the explicit XML's route for every pair, link by link. Sizes are bounded
+(:data:`MAX_NPUS`, :data:`MAX_LINKS`) before anything is built. See docs/formats.md.
 """
 
 from __future__ import annotations
