@@ -145,7 +145,9 @@ def astra_network_topology(data: object, xpu: str | Device = "H100", where: str 
             "a FullyConnected block of N NPUs has N(N-1)/2)"
         )
     shape = "x".join(str(c) for c in counts)
-    direct = any(b != "Switch" for b in blocks)  # Ring and FullyConnected route through NPUs
+    # Ring and FullyConnected route through NPUs, and so does every route from one line of NPUs to another
+    # (an NPU relays between its dimensions, as in ASTRA-sim); only a lone switch never needs an NPU between
+    direct = any(b != "Switch" for b in blocks) or sum(1 for c in counts if c > 1) > 1
     topo = Topology(name=f"astra-{'-'.join(blocks)}-{shape}", system="astra-sim", host_transit=direct)
     width = len(str(total - 1))
     names = [f"npu{i:0{width}d}" for i in range(total)]

@@ -85,6 +85,19 @@ def test_three_dimensions_build_every_block(tmp_path: Path) -> None:
     assert path_latency(topo, p) == pytest.approx(2 * 2000e-9) and path_bandwidth(topo, p) == 50 * GB
 
 
+def test_switches_in_two_dimensions_relay_through_npus(tmp_path: Path) -> None:
+    """Two Switch dimensions: NPUs of different lines meet through an NPU (it was 'no path' before)."""
+    spec = {"topology": ["Switch", "Switch"], "npus_count": [4, 4], "bandwidth": [400.0, 100.0], "latency": [100, 1000]}
+    topo = astra_network_topology(spec)
+    assert topo.graph["host_transit"] and compact_routing(topo) is None
+    p = Router(topo).path("npu00", "npu05")  # (0, 0) -> (1, 1): one switch of each dimension, 4 links
+    assert len(p) == 5 and path_latency(topo, p) == pytest.approx(2 * 100e-9 + 2 * 1000e-9)
+    (t,) = lone(tmp_path, topo, [("npu00", "npu05")])
+    assert t == pytest.approx(2 * 100e-9 + 2 * 1000e-9 + SIZE / (100 * GB), rel=1e-9)
+    one_line = astra_network_topology({**spec, "npus_count": [4, 1]})  # the second dimension is one NPU wide
+    assert not one_line.graph["host_transit"] and compact_routing(one_line) == "Cluster"
+
+
 @pytest.mark.parametrize(
     "text, match",
     [
@@ -323,3 +336,20 @@ def test_infragraph_instance_counts_are_bounded_before_expansion(tmp_path: Path)
     many = text.replace("{name: xpu, choice: xpu, count: 4}", "{name: xpu, choice: xpu, count: 3000}")
     with pytest.raises(HcsimError, match=r"edges may expand to \d+ links \(valid: at most 4000000"):
         import_topology(write(tmp_path, many, "many.yaml"))
+
+
+def test_run_takes_an_infragraph_file_as_its_platform() -> None:
+    """``run --platform infra.yaml``: imported on the fly; folded with --fast to the exact time."""
+    pytest.importorskip("infragraph")
+    args = ["run", "--platform", str(DATA / "infragraph_two_servers.yaml"), "--workload", "allreduce"]
+    args += ["--bytes", "1MiB", "--iterations", "1", "--json"]
+    exact = subprocess.run([*CLI, *args], capture_output=True, text=True)
+    fast = subprocess.run([*CLI, *args, "--fast"], capture_output=True, text=True)
+    assert exact.returncode == fast.returncode == 0, exact.stderr + fast.stderr
+    assert "(imported)" in exact.stderr
+    t = json.loads(exact.stdout)["makespan_s"]
+    assert json.loads(fast.stdout)["makespan_s"] == pytest.approx(t, rel=1e-9)
+    # 8 XPUs in a ring over two servers: 14 steps of 1 MiB / 8, each as long as the two flows that cross between
+    # the servers (nvlink, pcie, eth, tor-internal each way; 400 Gbps Ethernet the narrowest), which share no link
+    hops = 2 * 500e-9 + 2 * 250e-9 + 2 * 1e-6 + 2 * 100e-9
+    assert t == pytest.approx(14 * (hops + 2**20 / 8 / 50e9), rel=1e-9)
