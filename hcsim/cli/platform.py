@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import nullcontext
+from typing import Any
 
 from hcsim.cli.parsers import SYSTEMS
 from hcsim.errors import HcsimError
 from hcsim.files import atomic_path
+from hcsim.formats.astra_network import compile_astra_network
 from hcsim.formats.graphml import read_graphml, write_graphml
 from hcsim.formats.topology_files import import_topology
 from hcsim.platform import builders, dgx
@@ -105,9 +107,9 @@ def _check_scale(args: argparse.Namespace) -> None:
         raise HcsimError(f"--spines {args.spines} is invalid (valid: an integer from 1 to {MAX_SPINES})")
 
 
-def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str) -> None:
+def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str, compile_with: Any = None) -> None:
     """Compile ``topo`` to ``path`` (a temporary file standing for ``args.output``) and say what was written."""
-    stats = compile_platform(topo, path, precision=args.precision)
+    stats = (compile_with or compile_platform)(topo, path, precision=args.precision)
     print(
         f"wrote {args.output}: {stats.hosts} hosts, {stats.routers} routers, {stats.links} links, "
         f"{stats.routes} routes in {stats.zones} zones"
@@ -142,7 +144,8 @@ def _import(args: argparse.Namespace) -> int:
         topo = import_topology(
             args.file, xpu=args.xpu, link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, fmt=args.format
         )
-        _compile_and_report(topo, args, xml)
+        # compact zones where the network has a rule-based form (a switch, a ring), else explicit routes
+        _compile_and_report(topo, args, xml, compile_astra_network)
         if graphml:
             write_graphml(topo, graphml)
     return 0
