@@ -170,8 +170,10 @@ def main(args: argparse.Namespace) -> int:
             f"{'coherent' if coherent else 'non-coherent'} memory ({why})",
         )
         if calib is not None:
-            notes.append(f"note: compute calibrated ({calib.name}) on every XPU of {args.platform} (its devices are "
-                         "not checked: a platform file does not name them); its network and collectives stay ideal")  # fmt: skip
+            notes.append(
+                f"note: compute calibrated ({calib.name}) on every XPU of {args.platform} (its devices are not "
+                "checked: a platform file does not name them); its network and collectives stay ideal"
+            )
         no_memory = sum(1 for x in xpus if x in facts.without_memory)
         if no_memory:
             notes.append(
