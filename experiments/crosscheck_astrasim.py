@@ -139,6 +139,9 @@ def main() -> None:
         "  ASTRA-sim is not run here (no binary on this machine), so its numbers are not printed; the",
         "  comparison to make with ASTRA-sim's output is against these closed forms plus those terms.",
         "",
+        "Imported networks at scale, side by side with ASTRA-sim (measured): "
+        "[results/astra-sim-import.md](results/astra-sim-import.md).",
+        "",
     ]
     text = "\n".join(lines)
     atomic_write_text(args.out, text)
