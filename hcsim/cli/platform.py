@@ -21,9 +21,11 @@ from hcsim.platform import builders, dgx
 from hcsim.platform.builders import MAX_SPINES, MAX_XPUS
 from hcsim.platform.compiler import compile_platform
 from hcsim.platform.probe import check_platform
+from hcsim.platform.simgrid_files import HostFacts
 from hcsim.platform.topology import Topology
+from hcsim.workload import Workload
 
-__all__ = ["build_topology", "main", "unused_mix", "warn"]
+__all__ = ["build_topology", "main", "refuse_unrouted", "unused_mix", "warn"]
 
 
 def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, spec: object = None) -> Topology:
@@ -149,16 +151,52 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    s = check_platform(args.platform, args.xpus_from)
+    s, facts = check_platform(args.platform, args.xpus_from)
     coherent = {True: "coherent", False: "non-coherent", None: "not set (runs default to non-coherent)"}[s.coherent]
+    grouped = ", the nodes of a <cluster> as one" if facts.route_groups else ""
+    which = "a sample of" if facts.route_sampled else "all"
     print(
         f"{s.path}: loaded by SimGrid in {s.load_seconds:.2f} s: {s.hosts} hosts "
         f"({s.xpus} XPUs [{s.xpus_how}], {s.memories} memory nodes), {s.routers} routers, {s.links} links; "
-        f"network model {s.network_model}; memory semantics {coherent}"
+        f"network model {s.network_model}; memory semantics {coherent}; "
+        f"routes resolved: {which} {facts.route_pairs} XPU pairs{grouped}, {len(facts.unrouted)} without a route"
     )
     if s.xpus_without_memory:
         warn(f"{s.xpus_without_memory} of {s.xpus} XPUs have no 'memory' property: their memory is taken as unlimited")
+    if facts.unrouted:
+        a, b = facts.unrouted[0]
+        warn(
+            f"SimGrid has no route for {len(facts.unrouted)} of {facts.route_pairs} XPU pairs (first: '{a}' to "
+            f"'{b}'): 'hcsim run' refuses a workload in which two of them talk"
+        )
+    if facts.route_sampled:
+        warn(f"{s.xpus} XPUs: the routes of ring neighbours and of the first XPU were resolved, not every pair")
     return 0
+
+
+def refuse_unrouted(facts: HostFacts, work: Workload, path: str) -> None:
+    """Refuse, in one line, a run whose workload talks between two hosts SimGrid has no route for.
+
+    Two XPUs talk when one communication's scope holds both (whatever its algorithm
+    sends: a superset of the flows); an XPU talks with its memory hosts. SimGrid 4.1
+    would abort the run at the first such transfer ("no connecting path").
+    """
+    if not facts.unrouted:
+        return
+    memory = {}
+    for a, b in facts.unrouted:
+        memory.setdefault(a, set()).add(b)
+    for name, data in work.nodes(data=True):
+        ends = data.get("scope") if data.get("type") == "comm" else [data.get("location")]
+        ends = [e for e in ends or () if e is not None]
+        for a in ends:
+            for b in ends if len(ends) > 1 else sorted(memory.get(a, ())):
+                if a != b and facts.unrouted_between(a, b):
+                    raise HcsimError(
+                        f"platform file '{path}': SimGrid has no route from host '{a}' to host '{b}', and the "
+                        f"workload's vertex '{name}' makes them talk (valid: a <route> between them, or a workload "
+                        "that keeps them apart; 'hcsim platform check' counts the pairs without a route)"
+                    )
 
 
 def warn(message: str) -> None:

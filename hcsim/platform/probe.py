@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 import os
 import re
+import signal
+import sys
+import tempfile
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from lxml import etree
 
@@ -24,7 +28,11 @@ from hcsim.platform.topology import MAX_LATENCY, MIN_BANDWIDTH
 from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 from hcsim.units import parse_bandwidth, parse_flops, parse_time
 
+T = TypeVar("T")
+
 __all__ = [
+    "MAX_ROUTE_CHECKS",
+    "MAX_RUN_XPUS",
     "PlatformSummary",
     "precheck_platform",
     "check_platform",
@@ -72,6 +80,20 @@ _QUANTITIES = {
 }
 ROUTINGS = ("Full", "Floyd", "Dijkstra", "DijkstraCache", "None", "Vivaldi", "Cluster", "Wifi")
 """Zone routing models SimGrid 4.1 builds from XML (any other name aborts it)."""
+UNSUPPORTED_ROUTINGS = {
+    "Vivaldi": "routes by coordinates, without links",
+    "Wifi": "shares one radio link by signal rates",
+}
+"""Zone routings hcsim refuses, and why: its engine and reports follow flows over a route's links."""
+SIMGRID_MODELS = {
+    "network/model": ("LV08", "CM02", "SMPI", "Constant", "raw"),
+    "host/model": ("default", "ptask_L07"),
+    "cpu/model": ("Cas01",),
+    "disk/model": ("S19",),
+}
+"""The models this SimGrid 4.1 build has (``--cfg=network/model:help``); any other value aborts it."""
+PROFILES = ("speed_file", "availability_file", "state_file", "bandwidth_file", "latency_file")
+"""Attributes that attach a profile (speeds that vary, hosts or links that fail) to a host or link."""
 _REQUIRED = {"host": ("speed",), "link": ("bandwidth",), "backbone": ("bandwidth", "latency")}
 _VALID = {
     "speed": "rates > 0 such as '1Gf', comma-separated per power state",
@@ -101,55 +123,105 @@ def _quantity_ok(kind: str, text: str) -> bool:
     return value > 0
 
 
-_CHECKED = ("platform", "zone", "AS", "host", "cluster", "cabinet", "peer", "link", "backbone", "route")
+_CHECKED = (
+    "platform", "config", "prop", "zone", "AS", "host", "cluster", "cabinet", "peer", "link", "backbone", "route",
+    "router", "trace", "trace_connect", "actor", "process", "include", "random",
+)  # fmt: skip
 """The elements :func:`precheck_platform` reads."""
 
 
-class _FullZoneRoutes:
-    """Hosts and routes of each zone, to find two hosts of a ``Full`` zone without a route.
+_NOT_HERE = {
+    "trace": "a <trace> profile (speeds that vary, hosts or links that fail)",
+    "trace_connect": "a <trace_connect> (a profile attached to a host or link)",
+    "actor": "an <actor> (a deployment: hcsim starts its own actors)",
+    "process": "a <process> (a deployment: hcsim starts its own actors)",
+    "include": "an <include> (SimGrid 4.1 does not load it)",
+    "random": "a <random> (SimGrid 4.1 does not load it)",
+}
 
-    SimGrid 4.1 loads such a zone and aborts the run at the first transfer between them
-    ("there is no connecting path between these two hosts").
-    """
 
-    def __init__(self) -> None:
-        self.hosts: dict[str, list[str]] = {}
-        self.routes: dict[str, set[tuple[str, str]]] = {}
-        self.parents: set[str] = set()  # zones with sub-zones: routed through gateways, not checked here
+def _routing_problem(el: etree._Element, where: str) -> str | None:
+    """A zone whose routing SimGrid cannot build, or hcsim cannot run on."""
+    routing = el.get("routing")
+    name = f"zone '{el.get('id', '?')}'"
+    if routing is None:
+        valid = ", ".join(r for r in ROUTINGS if r not in UNSUPPORTED_ROUTINGS)
+        return f"{where}: {name} has no routing (valid: {valid})"
+    if routing not in ROUTINGS:
+        return f"{where}: {name} has routing '{routing}' (valid: {', '.join(ROUTINGS)})"
+    if routing in UNSUPPORTED_ROUTINGS:
+        return (
+            f"{where}: {name} has routing '{routing}', which {UNSUPPORTED_ROUTINGS[routing]}: hcsim follows flows "
+            "over links (valid: Full, Floyd, Dijkstra, DijkstraCache or Cluster zones, <cluster>)"
+        )
+    if routing == "None":
+        points = [c for c in el if c.tag in ("host", "router", "zone", "AS", "cluster", "cabinet", "peer")]
+        if len(points) > 1:
+            return (
+                f"{where}: {name} has routing 'None' and {len(points)} hosts, routers or zones: SimGrid 4.1 "
+                "aborts on the first route between two of them (valid: Full, Floyd or Dijkstra routing)"
+            )
+    return None
 
-    def add(self, el: etree._Element) -> None:
-        zone = el.getparent().get("id", "")
-        if el.tag == "host":
-            self.hosts.setdefault(zone, []).append(el.get("id", "?"))
-        elif el.tag == "route":
-            pair = (el.get("src", ""), el.get("dst", ""))
-            routes = self.routes.setdefault(zone, set())
-            routes.add(pair)
-            if el.get("symmetrical", "YES").upper() != "NO":
-                routes.add(pair[::-1])
-        elif el.tag in ("zone", "AS"):
-            self.parents.add(zone)
 
-    def missing(self, zone: etree._Element) -> tuple[str, str] | None:
-        """Two hosts of ``zone`` (just ended) joined by no route, if it is a Full zone without sub-zones."""
-        name = zone.get("id", "")
-        hosts, routes = self.hosts.pop(name, []), self.routes.pop(name, set())
-        if zone.get("routing") != "Full" or name in self.parents:
-            return None
-        for i, a in enumerate(hosts):
-            for b in hosts[i + 1 :]:
-                if (a, b) not in routes or (b, a) not in routes:
-                    return (a, b) if (a, b) not in routes else (b, a)
+def _speed_problem(el: etree._Element, where: str, name: str) -> str | None:
+    """Power states may be 0 (a host switched off, as SimGrid's energy examples have); the initial one may not."""
+    text = el.get("speed")
+    if text is None:
         return None
+    parts = text.split(",")
+    pstate = el.get("pstate", "0").strip()
+    try:
+        initial = int(float(pstate))
+    except ValueError:
+        initial = -1
+    if not (0 <= initial < len(parts)) or float(pstate) != initial:
+        return f"{where}: {name} has pstate '{pstate}' (valid: an integer from 0 to {len(parts) - 1}, one per speed)"
+    for i, part in enumerate(parts):
+        if not _quantity_ok("speed", part) and not (i != initial and _is_zero(part)):
+            zero = f"0 only in a state other than pstate {initial}"
+            return f"{where}: {name} has speed '{text}' (valid: {_VALID['speed']}; {zero})"
+    return None
+
+
+def _is_zero(text: str) -> bool:
+    match = _LEADING_NUMBER.match(text)
+    return bool(match) and float(match.group(1)) == 0.0
+
+
+def _config_problem(el: etree._Element, where: str) -> str | None:
+    """A ``<config>`` model that this SimGrid build does not have."""
+    key, value = el.get("id", ""), el.get("value", "")
+    valid = SIMGRID_MODELS.get(key.strip())
+    if valid is not None and value.strip() not in valid:
+        return f"{where}: <config> sets {key} to '{value}', which SimGrid 4.1 does not have (valid: {', '.join(valid)})"
+    return None
 
 
 def _element_problems(el: etree._Element, where: str) -> list[str]:
-    """What is wrong with one element's routing, cores, speeds, bandwidths and latencies."""
+    """What is wrong with one element's routing, cores, speeds, bandwidths, latencies and profiles."""
     problems = []
     name = f"{el.tag} '{el.get('id', '?')}'"
-    routing = el.get("routing")
-    if el.tag in ("zone", "AS") and routing is not None and routing not in ROUTINGS:
-        problems.append(f"{where}: {name} has routing '{routing}' (valid: {', '.join(ROUTINGS)})")
+    parent = el.getparent()
+    if el.tag in _NOT_HERE:
+        return [f"{where} has {_NOT_HERE[el.tag]}: hcsim runs platforms without them (valid: remove it)"]
+    if el.tag == "prop":
+        problem = _config_problem(el, where) if parent is not None and parent.tag == "config" else None
+        return [problem] if problem else []
+    if el.tag in ("host", "link", "router", "route", "backbone") and parent is not None and parent.tag == "platform":
+        return [f'{where}: {name} is outside any zone (valid: inside a <zone id=... routing="Full">)']
+    if el.tag in ("zone", "AS"):
+        problem = _routing_problem(el, where)
+        if problem:
+            return [problem]
+    if el.tag == "peer":
+        return [f"{where}: {name} is a <peer>, which only a Vivaldi zone holds and hcsim does not run (valid: <host>)"]
+    for attr in PROFILES:
+        if el.get(attr):
+            return [
+                f"{where}: {name} has {attr} '{el.get(attr)}': hcsim runs without failures and with constant "
+                f"speeds and bandwidths (valid: remove {attr})"
+            ]
     core = el.get("core")
     if el.tag in ("host", "cluster") and core is not None and not (core.strip().isdigit() and int(core) >= 1):
         problems.append(f"{where}: {name} has core '{core}' (valid: an integer >= 1)")
@@ -158,8 +230,10 @@ def _element_problems(el: etree._Element, where: str) -> list[str]:
             problems.append(f"{where}: {name} has no {attr} (valid: {_VALID[_QUANTITIES[attr]]})")
     for attr, text in el.attrib.items():
         kind = _QUANTITIES.get(attr)
-        parts = text.split(",") if kind == "speed" else [text]
-        if kind is not None and not all(_quantity_ok(kind, part) for part in parts):
+        if attr == "speed" and el.tag in ("host", "cluster", "cabinet"):
+            problem = _speed_problem(el, where, name)
+            problems.extend([problem] if problem else [])
+        elif kind is not None and not _quantity_ok(kind, text):
             problems.append(f"{where}: {name} has {attr} '{text}' (valid: {_VALID[kind]})")
     return problems
 
@@ -168,10 +242,15 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
     """Refuse, in one line, a platform file SimGrid would reject with a crash or accept and then abort on.
 
     SimGrid 4.1 loads a host of speed ``-1f`` or a ``0Bps`` link without a word and then
-    stops the run with "The Impossible Did Happen"; a bad version or a broken file gets
-    a multi-line banner. Checked here: the file, its XML, the root and its version, and
-    every speed, bandwidth and latency. Entities are not expanded (a platform has no use
-    for them; this keeps entity bombs and external entities out). Returns the path.
+    stops the run with "The Impossible Did Happen"; a bad version, a broken file, a model
+    it does not have or a zone without routes gets a multi-line banner and a core dump.
+    Checked here, without SimGrid: the file, its XML, the root and its version, every
+    speed, bandwidth and latency, the zones' routings (:data:`UNSUPPORTED_ROUTINGS`, and
+    'None' zones of more than one point), the ``<config>`` models (:data:`SIMGRID_MODELS`),
+    profiles and failures (:data:`PROFILES`), deployments, and elements outside any zone.
+    What only SimGrid can decide (routes) is probed by :func:`host_facts`. Entities are not
+    expanded (a platform has no use for them; this keeps entity bombs and external
+    entities out). Returns the path.
     """
     path = check_input_file(path, "platform file", "an XML file from 'hcsim platform build'")
     where = f"platform file '{path}'"
@@ -180,22 +259,17 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
         path, events=("end",), tag=_CHECKED, load_dtd=False, no_network=True, resolve_entities=False
     )
     root = None
-    full = _FullZoneRoutes()
+    zones = 0  # zones and clusters: SimGrid 4.1 needs one to hold any host
     try:
         for _, el in events:
             if el.getparent() is None:
                 root = el  # a <platform> root ends the file; its own attributes are checked below
                 break
+            zones += el.tag in ("zone", "AS", "cluster")
             if not problems:
                 problems.extend(_element_problems(el, where))
-                full.add(el)
-                pair = full.missing(el) if el.tag in ("zone", "AS") else None
-                if pair:
-                    problems.append(
-                        f"{where}: zone '{el.get('id')}' has no route from host '{pair[0]}' to host '{pair[1]}' "
-                        "(valid: a <route> between every two hosts of a Full zone)"
-                    )
-            el.clear(keep_tail=True)  # 4096-XPU platforms hold ~100k routes: keep memory flat
+            if el.tag != "prop":  # a <prop> is read by its parent's check (a None zone counts its children)
+                el.clear(keep_tail=True)  # 4096-XPU platforms hold ~100k routes: keep memory flat
     except etree.XMLSyntaxError as exc:
         raise HcsimError(f"{where} is not valid XML: {exc}") from None
     root = events.root if root is None else root  # another root element was not among the tags
@@ -208,6 +282,8 @@ def precheck_platform(path: str | os.PathLike[str]) -> str:
         raise HcsimError(f"{where} has version '{version}' (valid: {', '.join(VERSIONS)}; SimGrid 4.1 loads 4.1)")
     if problems:
         raise HcsimError(problems[0])
+    if not zones:
+        raise HcsimError(f'{where} has no zone (valid: hosts inside <zone id="..." routing="Full">, or a <cluster>)')
     return path
 
 
@@ -229,9 +305,129 @@ def _facts(engine: Any) -> HostFacts:
     )
 
 
-def _summary(path: str) -> tuple[PlatformSummary, HostFacts]:
+MAX_RUN_XPUS = 4096
+"""XPUs a run on a platform file takes at most (the largest built system, docs/platform.md "Limits")."""
+MAX_ROUTE_CHECKS = 1_000_000
+"""Routes :func:`host_facts` resolves at most (about 3.5 us each); past it, a sample (docs/platform.md)."""
+
+
+@dataclass
+class _Layout:
+    """What the probe reads from the file itself: clusters, bypassed points, Dijkstra zones' graphs."""
+
+    clusters: set[str]
+    pinned: set[str]  # points a bypass route names (never grouped)
+    dijkstra: dict[str, str]  # host -> its Dijkstra zone, for hosts directly in one
+    edges: dict[str, dict[str, set[str]]]  # Dijkstra zone -> point -> points its routes reach in one hop
+
+    def unreachable(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` sit in one Dijkstra zone whose routes do not join them.
+
+        SimGrid 4.1 crashes resolving such a route (a segmentation fault, not its "No route"
+        exception), so the probe answers it from the file instead.
+        """
+        zone = self.dijkstra.get(a)
+        if zone is None or zone != self.dijkstra.get(b):
+            return False
+        edges, seen, todo = self.edges.get(zone, {}), {a}, [a]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return b not in seen
+
+
+def _layout(path: str) -> _Layout:
+    """Read the file's clusters, bypass routes and Dijkstra zones (see :class:`_Layout`)."""
+    layout = _Layout(set(), set(), {}, {})
+    for _, el in etree.iterparse(
+        path, events=("end",), tag=("cluster", "bypassRoute", "bypassZoneRoute", "bypassASroute", "route", "host"),
+        load_dtd=False, no_network=True, resolve_entities=False,
+    ):  # fmt: skip
+        parent = el.getparent()
+        dijkstra = parent is not None and parent.get("routing") in ("Dijkstra", "DijkstraCache")
+        if el.tag == "cluster":
+            layout.clusters.add(el.get("id", ""))
+        elif el.tag == "host" and dijkstra:
+            layout.dijkstra[el.get("id", "")] = parent.get("id", "")
+        elif el.tag == "route" and dijkstra:
+            edges = layout.edges.setdefault(parent.get("id", ""), {})
+            src, dst = el.get("src", ""), el.get("dst", "")
+            edges.setdefault(src, set()).add(dst)
+            if el.get("symmetrical", "YES").upper() != "NO":
+                edges.setdefault(dst, set()).add(src)
+        elif el.tag != "host":
+            layout.pinned.update((el.get("src", ""), el.get("dst", "")))
+        el.clear(keep_tail=True)
+    return layout
+
+
+def _groups(engine: Any, layout: _Layout, xpus: list[str]) -> dict[str, str]:
+    """Each XPU's route group: the first XPU of its ``<cluster>``, or itself.
+
+    Every node of a cluster reaches the cluster's router over its own links, and SimGrid
+    routes from that router whoever sent: a route leaves a cluster from any of its nodes
+    exactly when it leaves from one of them (unless a bypass route names a node).
+    """
+    clusters, pinned = layout.clusters, layout.pinned
+    zone = {}
+    for netzone in engine.all_netzones:
+        if netzone.name in clusters and netzone.name not in pinned:
+            for host in netzone.all_hosts:
+                zone[host.name] = netzone.name
+    first: dict[str, str] = {}
+    group = {}
+    for x in xpus:
+        key = zone.get(x) if x not in pinned else None
+        group[x] = x if key is None else first.setdefault(key, x)
+    return group
+
+
+def _pairs(xpus: list[str], group: dict[str, str], memory: dict[str, list[str]]) -> tuple[list[tuple[str, str]], bool]:
+    """The ordered pairs whose route stands for every XPU pair (and XPU-memory pair), and whether they are a sample."""
+    members: dict[str, list[str]] = {}
+    for x in xpus:
+        members.setdefault(group[x], []).append(x)
+    reps = list(members)
+    inside = [(m[0], m[1]) for m in members.values() if len(m) > 1] + [
+        (m[1], m[0]) for m in members.values() if len(m) > 1
+    ]
+    to_memory = [(x, m) for x in xpus for m in memory.get(x, ()) if m != x]
+    to_memory += [(m, x) for x, m in to_memory]
+    n = len(reps)
+    if n * (n - 1) + len(inside) + len(to_memory) <= MAX_ROUTE_CHECKS:
+        return [(a, b) for a in reps for b in reps if a != b] + inside + to_memory, False
+    ring = [(reps[i], reps[(i + 1) % n]) for i in range(n)] + [(reps[(i + 1) % n], reps[i]) for i in range(n)]
+    star = [(reps[0], b) for b in reps[1:]] + [(b, reps[0]) for b in reps[1:]]
+    return list(dict.fromkeys(ring + star + inside + to_memory)), True
+
+
+def _resolve(engine: Any, layout: _Layout, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs SimGrid has no route for: no link and no latency (its "no connecting path"), or "No route"."""
+    hosts = {h.name: h for h in engine.all_hosts}
+    missing = []
+    for a, b in pairs:
+        if layout.unreachable(a, b):
+            missing.append((a, b))
+            continue
+        try:
+            links, latency = hosts[a].route_to(hosts[b])
+        except ValueError as exc:  # a Floyd zone: "No route from 'a' to 'b'"
+            if "No route" not in str(exc):
+                raise
+            links, latency = [], 0.0
+        except IndexError:  # the bindings cannot name a link of a route SimGrid found (seen across clusters)
+            continue
+        if not links and not latency > 0:
+            missing.append((a, b))
+    return missing
+
+
+def _probe(path: str, xpus_from: str | None, config: tuple[str, ...]) -> tuple[PlatformSummary, HostFacts]:
+    """In the child: load ``path``, count what SimGrid built, and resolve the routes between the XPUs."""
     t0 = time.perf_counter()
-    engine = load_platform(path)
+    engine = load_platform(path, config=config)
     elapsed = time.perf_counter() - t0
     hosts = engine.all_hosts
     kinds = [h.get_property("kind") for h in hosts]
@@ -246,32 +442,115 @@ def _summary(path: str) -> tuple[PlatformSummary, HostFacts]:
         links=count_links([link.name for link in engine.all_links]),
         load_seconds=elapsed,
     )
-    return summary, _facts(engine)
+    facts = _facts(engine)
+    if xpus_from is None:
+        return summary, facts
+    xpus, _ = choose_xpus(facts, xpus_from, path)
+    by_name = {h.name: h for h in hosts}
+    memory = {
+        x: [m for m in (by_name[x].get_property("host_memory"), by_name[x].get_property("cxl_memory")) if m in by_name]
+        for x in xpus
+    }
+    layout = _layout(path)
+    group = _groups(engine, layout, xpus)
+    pairs, sampled = _pairs(xpus, group, memory)
+    missing = _resolve(engine, layout, pairs)
+    facts = replace(
+        facts,
+        unrouted=tuple(missing),
+        route_groups={x: g for x, g in group.items() if g != x},
+        route_pairs=len(pairs),
+        route_sampled=sampled,
+    )
+    return summary, facts
 
 
-def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> PlatformSummary:
-    """Load ``path`` in SimGrid and count what it holds (XPUs as ``hcsim run --xpus-from`` would pick them)."""
+_SIMGRID_LINE = re.compile(r"\[[^\]]*/(?:CRITICAL|ERROR)\]\s*(.+)|what\(\):\s*(.+)")
+_ADDRESS = re.compile(r"\s*\(0x[0-9a-f]+\)|\s*0x[0-9a-f]+")
+
+
+def _simgrid_message(text: str) -> str:
+    """SimGrid's own one-line reason in what it printed before aborting (addresses dropped)."""
+    for line in text.splitlines():
+        match = _SIMGRID_LINE.search(line)
+        if match:
+            return _ADDRESS.sub("", (match.group(1) or match.group(2)).strip())
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("Backtrace")]
+    return _ADDRESS.sub("", lines[0]) if lines else ""
+
+
+def _captured(log: int, fn: Callable[..., T], *args: Any) -> T:
+    """In the child: SimGrid's stderr goes to ``log`` (the parent shows it, or makes it one line)."""
+    sys.stderr.flush()
+    os.dup2(log, 2)
+    return fn(*args)
+
+
+def _isolated(fn: Callable[..., T], path: str, *args: Any) -> T:
+    """``fn(path, *args)`` in a SimGrid child; SimGrid aborting or crashing there becomes one HcsimError line."""
+    with tempfile.TemporaryFile() as log:  # unnamed: nothing is left on disk, whatever stops this process
+        try:
+            result = run_isolated(_captured, log.fileno(), fn, path, *args)
+        except (HcsimError, RuntimeError) as exc:
+            log.seek(0)
+            text = log.read().decode("utf-8", "replace")
+            said = _simgrid_message(text)
+            if "stopped without an answer" in str(exc):
+                code = re.search(r"exit code (-?\d+)", str(exc))
+                number = int(code.group(1)) if code else 0
+                how = f"crashed ({signal.Signals(-number).name})" if number < 0 and -number in _SIGNALS else "stopped"
+                reason = said or "no message"
+                raise HcsimError(
+                    f"platform file '{path}': SimGrid {how} on it: {reason} (valid: a platform SimGrid 4.1 "
+                    "loads and routes; 'hcsim platform check' says what it found)"
+                ) from None
+            if isinstance(exc, RuntimeError):  # a Python exception in the child: SimGrid's bindings raised
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise HcsimError(f"platform file '{path}': SimGrid refused it: {first}") from None
+            raise
+        log.seek(0)
+        text = log.read().decode("utf-8", "replace")
+    if text:
+        sys.stderr.write(text)  # warnings SimGrid printed while all went well
+    return result
+
+
+_SIGNALS = {int(s) for s in signal.Signals}
+
+
+def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> tuple[PlatformSummary, HostFacts]:
+    """Load ``path`` in SimGrid, count what it holds and resolve a route between every two of its XPUs.
+
+    The XPUs are those ``hcsim run --xpus-from`` would pick; ``facts.unrouted`` lists the
+    pairs (by route group) SimGrid has no route for.
+    """
     path = precheck_platform(os.fspath(path))
     declared = read_declared(path)
-    summary, facts = run_isolated(_summary, path)
+    summary, facts = _isolated(_probe, path, xpus_from, ())
     xpus, summary.xpus_how = choose_xpus(facts, xpus_from, path)
     summary.xpus = len(xpus)
     summary.xpus_without_memory = sum(1 for x in xpus if x in facts.without_memory)
     summary.network_model = model_in_force(declared, "file")
     summary.coherent = declared.coherent
-    return summary
+    return summary, facts
 
 
-def _host_facts(path: str) -> HostFacts:
-    engine = load_platform(path)
-    facts = _facts(engine)
-    del engine
+def host_facts(path: str | os.PathLike[str], xpus_from: str | None = None, config: tuple[str, ...] = ()) -> HostFacts:
+    """The hosts of a platform file: all of them, those with kind=xpu, those without a memory property.
+
+    With ``xpus_from``, also the routes between the XPUs it picks (as :func:`check_platform`),
+    with SimGrid configured by ``config`` (``--cfg`` items) as the run will be.
+    """
+    path = precheck_platform(os.fspath(path))
+    facts = _isolated(_probe, path, xpus_from, tuple(config))[1]
+    if xpus_from is not None:
+        xpus, how = choose_xpus(facts, xpus_from, path)
+        if len(xpus) > MAX_RUN_XPUS:
+            raise HcsimError(
+                f"platform file '{path}': {len(xpus)} XPUs ({how}) is more than a run takes (valid: at most "
+                f"{MAX_RUN_XPUS}, as the largest built system; kind=xpu on fewer hosts and --xpus-from property)"
+            )
     return facts
-
-
-def host_facts(path: str | os.PathLike[str]) -> HostFacts:
-    """The hosts of a platform file: all of them, those with kind=xpu, those without a memory property."""
-    return run_isolated(_host_facts, precheck_platform(os.fspath(path)))
 
 
 def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float]:
@@ -293,7 +572,7 @@ def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float
 
 def simulate_transfers(path: str | os.PathLike[str], transfers: list[tuple[str, str, float]]) -> list[float]:
     """Start every (src, dst, bytes) transfer at time 0; return each one's completion time."""
-    return run_isolated(_transfers, precheck_platform(os.fspath(path)), list(transfers))
+    return _isolated(_transfers, precheck_platform(os.fspath(path)), list(transfers))
 
 
 def _compute(path: str, host: str, flops: float) -> float:
@@ -312,7 +591,7 @@ def _compute(path: str, host: str, flops: float) -> float:
 
 def simulate_compute(path: str | os.PathLike[str], host: str, flops: float) -> float:
     """Time SimGrid takes to execute ``flops`` on ``host`` alone."""
-    return run_isolated(_compute, precheck_platform(os.fspath(path)), host, flops)
+    return _isolated(_compute, precheck_platform(os.fspath(path)), host, flops)
 
 
 def _route(path: str, src: str, dst: str) -> tuple[list[str], float]:
@@ -326,4 +605,4 @@ def _route(path: str, src: str, dst: str) -> tuple[list[str], float]:
 
 def simgrid_route(path: str | os.PathLike[str], src: str, dst: str) -> tuple[list[str], float]:
     """The links SimGrid itself resolves from ``src`` to ``dst``, and their total latency."""
-    return run_isolated(_route, precheck_platform(os.fspath(path)), src, dst)
+    return _isolated(_route, precheck_platform(os.fspath(path)), src, dst)
