@@ -9,6 +9,7 @@ called any number of times from one Python session.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import re
 import signal
@@ -411,14 +412,15 @@ def _resolve(engine: Any, layout: _Layout, pairs: list[tuple[str, str]]) -> list
         if layout.unreachable(a, b):
             missing.append((a, b))
             continue
+        if _MARK is not None:  # the pair being resolved, for the parent to name if SimGrid crashes on it
+            note = f"{a}\0{b}".encode()[: len(_MARK) - 1] + b"\0\0"
+            _MARK[: len(note)] = note
         try:
             links, latency = hosts[a].route_to(hosts[b])
         except ValueError as exc:  # a Floyd zone: "No route from 'a' to 'b'"
             if "No route" not in str(exc):
                 raise
             links, latency = [], 0.0
-        except IndexError:  # the bindings cannot name a link of a route SimGrid found (seen across clusters)
-            continue
         if not links and not latency > 0:
             missing.append((a, b))
     return missing
@@ -451,6 +453,7 @@ def _probe(path: str, xpus_from: str | None, config: tuple[str, ...]) -> tuple[P
         x: [m for m in (by_name[x].get_property("host_memory"), by_name[x].get_property("cxl_memory")) if m in by_name]
         for x in xpus
     }
+    engine.run()  # no actor: it only seals the platform, as a run does (Dijkstra zones resolve nothing before)
     layout = _layout(path)
     group = _groups(engine, layout, xpus)
     pairs, sampled = _pairs(xpus, group, memory)
@@ -488,7 +491,9 @@ def _captured(log: int, fn: Callable[..., T], *args: Any) -> T:
 
 def _isolated(fn: Callable[..., T], path: str, *args: Any) -> T:
     """``fn(path, *args)`` in a SimGrid child; SimGrid aborting or crashing there becomes one HcsimError line."""
-    with tempfile.TemporaryFile() as log:  # unnamed: nothing is left on disk, whatever stops this process
+    global _MARK
+    with tempfile.TemporaryFile() as log, mmap.mmap(-1, 4096) as mark:  # unnamed file, shared anonymous memory
+        _MARK = mark
         try:
             result = run_isolated(_captured, log.fileno(), fn, path, *args)
         except (HcsimError, RuntimeError) as exc:
@@ -500,14 +505,16 @@ def _isolated(fn: Callable[..., T], path: str, *args: Any) -> T:
                 number = int(code.group(1)) if code else 0
                 how = f"crashed ({signal.Signals(-number).name})" if number < 0 and -number in _SIGNALS else "stopped"
                 reason = said or "no message"
-                raise HcsimError(
-                    f"platform file '{path}': SimGrid {how} on it: {reason} (valid: a platform SimGrid 4.1 "
-                    "loads and routes; 'hcsim platform check' says what it found)"
-                ) from None
+                src, _, dst = mark[:].split(b"\0\0")[0].decode("utf-8", "replace").partition("\0")
+                where = f" resolving the route from host '{src}' to host '{dst}'" if dst else " loading it"
+                valid = "a route between them (a <zoneRoute> between their zones)" if dst else "a file SimGrid loads"
+                raise HcsimError(f"platform file '{path}': SimGrid {how}{where}: {reason} (valid: {valid})") from None
             if isinstance(exc, RuntimeError):  # a Python exception in the child: SimGrid's bindings raised
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise HcsimError(f"platform file '{path}': SimGrid refused it: {first}") from None
             raise
+        finally:
+            _MARK = None
         log.seek(0)
         text = log.read().decode("utf-8", "replace")
     if text:
@@ -516,6 +523,7 @@ def _isolated(fn: Callable[..., T], path: str, *args: Any) -> T:
 
 
 _SIGNALS = {int(s) for s in signal.Signals}
+_MARK: mmap.mmap | None = None  # while a probe runs: shared with its child, which notes the route it resolves
 
 
 def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> tuple[PlatformSummary, HostFacts]:
