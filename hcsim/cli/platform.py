@@ -151,7 +151,8 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    s, facts = check_platform(args.platform, args.xpus_from)
+    s = check_platform(args.platform, args.xpus_from)
+    facts = s.facts or HostFacts([], [], frozenset())
     coherent = {True: "coherent", False: "non-coherent", None: "not set (runs default to non-coherent)"}[s.coherent]
     grouped = ", the nodes of a <cluster> as one" if facts.route_groups else ""
     which = "a sample of" if facts.route_sampled else "all"

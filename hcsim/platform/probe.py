@@ -59,6 +59,7 @@ class PlatformSummary:
     coherent: bool | None = None  # the file's root-zone 'coherent' property, if any
     xpus_without_memory: int = 0  # XPUs (as run would pick them) without a 'memory' property
     xpus_how: str = ""  # how the XPUs were picked (see hcsim.platform.simgrid_files.choose_xpus)
+    facts: HostFacts | None = None  # the hosts, and the routes resolved between the XPUs (HostFacts.unrouted)
 
 
 VERSIONS = ("4", "4.0", "4.1")
@@ -191,8 +192,13 @@ def _is_zero(text: str) -> bool:
 
 
 def _config_problem(el: etree._Element, where: str) -> str | None:
-    """A ``<config>`` model that this SimGrid build does not have."""
+    """A ``<config>`` model that this SimGrid build does not have, or tracing (SimGrid would write a file)."""
     key, value = el.get("id", ""), el.get("value", "")
+    if key.strip().startswith("tracing"):
+        return (
+            f"{where}: <config> sets {key}: SimGrid would write its own trace file (valid: no tracing "
+            "properties; 'hcsim run --chrome-trace FILE' writes hcsim's)"
+        )
     valid = SIMGRID_MODELS.get(key.strip())
     if valid is not None and value.strip() not in valid:
         return f"{where}: <config> sets {key} to '{value}', which SimGrid 4.1 does not have (valid: {', '.join(valid)})"
@@ -211,6 +217,12 @@ def _element_problems(el: etree._Element, where: str) -> list[str]:
         return [problem] if problem else []
     if el.tag in ("host", "link", "router", "route", "backbone") and parent is not None and parent.tag == "platform":
         return [f'{where}: {name} is outside any zone (valid: inside a <zone id=... routing="Full">)']
+    topology = el.get("topology", "FLAT").strip().upper()
+    if el.tag == "cluster" and topology != "FLAT" and parent is not None and parent.tag == "platform":
+        return [
+            f"{where}: {name} is a {topology} cluster outside any zone, which SimGrid 4.1 crashes on "
+            '(valid: inside a <zone id=... routing="Full">)'
+        ]
     if el.tag in ("zone", "AS"):
         problem = _routing_problem(el, where)
         if problem:
@@ -506,8 +518,8 @@ def _isolated(fn: Callable[..., T], path: str, *args: Any) -> T:
                 how = f"crashed ({signal.Signals(-number).name})" if number < 0 and -number in _SIGNALS else "stopped"
                 reason = said or "no message"
                 src, _, dst = mark[:].split(b"\0\0")[0].decode("utf-8", "replace").partition("\0")
-                where = f" resolving the route from host '{src}' to host '{dst}'" if dst else " loading it"
-                valid = "a route between them (a <zoneRoute> between their zones)" if dst else "a file SimGrid loads"
+                where = f" resolving the route from host '{src}' to host '{dst}'" if dst else ""
+                valid = "a route between them (a <zoneRoute> between their zones)" if dst else "a file SimGrid runs"
                 raise HcsimError(f"platform file '{path}': SimGrid {how}{where}: {reason} (valid: {valid})") from None
             if isinstance(exc, RuntimeError):  # a Python exception in the child: SimGrid's bindings raised
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -526,11 +538,11 @@ _SIGNALS = {int(s) for s in signal.Signals}
 _MARK: mmap.mmap | None = None  # while a probe runs: shared with its child, which notes the route it resolves
 
 
-def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> tuple[PlatformSummary, HostFacts]:
+def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> PlatformSummary:
     """Load ``path`` in SimGrid, count what it holds and resolve a route between every two of its XPUs.
 
-    The XPUs are those ``hcsim run --xpus-from`` would pick; ``facts.unrouted`` lists the
-    pairs (by route group) SimGrid has no route for.
+    The XPUs are those ``hcsim run --xpus-from`` would pick; ``summary.facts.unrouted``
+    lists the pairs SimGrid has no route for.
     """
     path = precheck_platform(os.fspath(path))
     declared = read_declared(path)
@@ -540,7 +552,8 @@ def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> tup
     summary.xpus_without_memory = sum(1 for x in xpus if x in facts.without_memory)
     summary.network_model = model_in_force(declared, "file")
     summary.coherent = declared.coherent
-    return summary, facts
+    summary.facts = facts
+    return summary
 
 
 def host_facts(path: str | os.PathLike[str], xpus_from: str | None = None, config: tuple[str, ...] = ()) -> HostFacts:
