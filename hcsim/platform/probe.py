@@ -320,8 +320,12 @@ def _facts(engine: Any) -> HostFacts:
 
 MAX_RUN_XPUS = 4096
 """XPUs a run on a platform file takes at most (the largest built system, docs/platform.md "Limits")."""
-MAX_ROUTE_CHECKS = 1_000_000
-"""Routes :func:`host_facts` resolves at most (about 3.5 us each); past it, a sample (docs/platform.md)."""
+MAX_ROUTE_CHECKS = 40_000
+"""Routes :func:`host_facts` resolves at most: every ordered pair of up to 200 XPUs outside clusters.
+
+SimGrid resolves one in 3.5 us (a flat zone) to 30 us (a compiled 512-XPU CXL system, three
+zone levels): about 1 s at most at the start of a run. Past it, a sample (docs/platform.md).
+"""
 
 
 @dataclass
