@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from contextlib import nullcontext
 
 from hcsim.cli.parsers import SYSTEMS
+from hcsim.collectives import RING_KINDS, plans
 from hcsim.errors import HcsimError
 from hcsim.files import atomic_path
 from hcsim.formats.graphml import read_graphml, write_graphml
@@ -175,29 +177,50 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def refuse_unrouted(facts: HostFacts, work: Workload, path: str) -> None:
-    """Refuse, in one line, a run whose workload talks between two hosts SimGrid has no route for.
+def _talking(data: dict) -> Iterable[tuple[str, str]]:
+    """The (sender, receiver) pairs of one communication vertex.
 
-    Two XPUs talk when one communication's scope holds both (whatever its algorithm
-    sends: a superset of the flows); an XPU talks with its memory hosts. SimGrid 4.1
-    would abort the run at the first such transfer ("no connecting path").
+    Exact for the library's fast forms, whose flows do not depend on the topology (the
+    ring of the ring kinds, a p2p, the chains, the direct all-to-all: :func:`plans.plan`);
+    for any other algorithm, every ordered pair of its scope (a superset of its flows).
+    """
+    kind, name, scope = data.get("kind"), data.get("algorithm"), list(data.get("scope") or ())
+    exact = (
+        (kind in RING_KINDS and name == "ring")
+        or kind == "p2p"
+        or (kind in ("broadcast", "reduce") and name == "chain")
+        or (kind == "alltoall" and name == "direct")
+    )
+    if exact and len(scope) > 1:
+        fp = plans.plan(kind, name, scope, float(data.get("bytes") or 1), data.get("group"), compact=True)
+        return [(a, b) for a, b, size in zip(fp.src, fp.dst, fp.size, strict=True) if size > 0]
+    return [(a, b) for a in scope for b in scope if a != b]
+
+
+def refuse_unrouted(facts: HostFacts, work: Workload, path: str) -> None:
+    """Refuse, in one line, a run whose workload sends between two hosts SimGrid has no route for.
+
+    The pairs are each communication's flows (:func:`_talking`) and each XPU with its
+    memory hosts. SimGrid 4.1 would abort the run at the first such transfer ("no
+    connecting path"); a Full zone missing routes between hosts that never talk runs.
     """
     if not facts.unrouted:
         return
-    memory = {}
+    memory: dict[str, list[str]] = {}
     for a, b in facts.unrouted:
-        memory.setdefault(a, set()).add(b)
+        memory.setdefault(a, []).append(b)
     for name, data in work.nodes(data=True):
-        ends = data.get("scope") if data.get("type") == "comm" else [data.get("location")]
-        ends = [e for e in ends or () if e is not None]
-        for a in ends:
-            for b in ends if len(ends) > 1 else sorted(memory.get(a, ())):
-                if a != b and facts.unrouted_between(a, b):
-                    raise HcsimError(
-                        f"platform file '{path}': SimGrid has no route from host '{a}' to host '{b}', and the "
-                        f"workload's vertex '{name}' makes them talk (valid: a <route> between them, or a workload "
-                        "that keeps them apart; 'hcsim platform check' counts the pairs without a route)"
-                    )
+        if data.get("type") == "comm":
+            pairs = _talking(data)
+        else:
+            pairs = [(data.get("location"), m) for m in memory.get(data.get("location"), ())]
+        for a, b in pairs:
+            if a != b and facts.unrouted_between(a, b):
+                raise HcsimError(
+                    f"platform file '{path}': SimGrid has no route from host '{a}' to host '{b}', and the "
+                    f"workload's vertex '{name}' sends between them (valid: a <route> between them, or a workload "
+                    "that keeps them apart; 'hcsim platform check' counts the pairs without a route)"
+                )
 
 
 def warn(message: str) -> None:

@@ -8,6 +8,7 @@ called any number of times from one Python session.
 
 from __future__ import annotations
 
+import faulthandler
 import math
 import mmap
 import os
@@ -83,10 +84,9 @@ _QUANTITIES = {
 ROUTINGS = ("Full", "Floyd", "Dijkstra", "DijkstraCache", "None", "Vivaldi", "Cluster", "Wifi")
 """Zone routing models SimGrid 4.1 builds from XML (any other name aborts it)."""
 UNSUPPORTED_ROUTINGS = {
-    "Vivaldi": "routes by coordinates, without links",
-    "Wifi": "shares one radio link by signal rates",
+    "Wifi": "aborts SimGrid 4.1 at the first transfer unless a program attaches each station to its access point",
 }
-"""Zone routings hcsim refuses, and why: its engine and reports follow flows over a route's links."""
+"""Zone routings hcsim refuses, and why (a Vivaldi zone is probed: SimGrid aborts only where coordinates lack)."""
 SIMGRID_MODELS = {
     "network/model": ("LV08", "CM02", "SMPI", "Constant", "raw"),
     "host/model": ("default", "ptask_L07"),
@@ -153,8 +153,8 @@ def _routing_problem(el: etree._Element, where: str) -> str | None:
         return f"{where}: {name} has routing '{routing}' (valid: {', '.join(ROUTINGS)})"
     if routing in UNSUPPORTED_ROUTINGS:
         return (
-            f"{where}: {name} has routing '{routing}', which {UNSUPPORTED_ROUTINGS[routing]}: hcsim follows flows "
-            "over links (valid: Full, Floyd, Dijkstra, DijkstraCache or Cluster zones, <cluster>)"
+            f"{where}: {name} has routing '{routing}', which {UNSUPPORTED_ROUTINGS[routing]} "
+            "(valid: Full, Floyd, Dijkstra, DijkstraCache, Vivaldi or Cluster zones, <cluster>)"
         )
     if routing == "None":
         points = [c for c in el if c.tag in ("host", "router", "zone", "AS", "cluster", "cabinet", "peer")]
@@ -227,8 +227,14 @@ def _element_problems(el: etree._Element, where: str) -> list[str]:
         problem = _routing_problem(el, where)
         if problem:
             return [problem]
-    if el.tag == "peer":
-        return [f"{where}: {name} is a <peer>, which only a Vivaldi zone holds and hcsim does not run (valid: <host>)"]
+    vivaldi = parent is not None and parent.tag in ("zone", "AS") and parent.get("routing") == "Vivaldi"
+    if el.tag in ("host", "peer") and vivaldi and len((el.get("coordinates") or "").split()) != 3:
+        return [
+            f"{where}: {name} in Vivaldi zone '{parent.get('id', '?')}' has coordinates "
+            f"'{el.get('coordinates', '')}', which SimGrid 4.1 aborts on (valid: three numbers, e.g. '25.5 9.4 1.4')"
+        ]
+    if el.tag == "peer" and not vivaldi:
+        return [f"{where}: {name} is a <peer> outside a Vivaldi zone, which SimGrid 4.1 aborts on (valid: <host>)"]
     for attr in PROFILES:
         if el.get(attr):
             return [
@@ -502,6 +508,7 @@ def _captured(log: int, fn: Callable[..., T], *args: Any) -> T:
     """In the child: SimGrid's stderr goes to ``log`` (the parent shows it, or makes it one line)."""
     sys.stderr.flush()
     os.dup2(log, 2)
+    faulthandler.disable()  # SimGrid's abort is reported by the parent, not as a Python dump on another fd
     return fn(*args)
 
 
@@ -523,7 +530,8 @@ def _isolated(fn: Callable[..., T], path: str, *args: Any) -> T:
                 reason = said or "no message"
                 src, _, dst = mark[:].split(b"\0\0")[0].decode("utf-8", "replace").partition("\0")
                 where = f" resolving the route from host '{src}' to host '{dst}'" if dst else ""
-                valid = "a route between them (a <zoneRoute> between their zones)" if dst else "a file SimGrid runs"
+                valid = "a route SimGrid resolves between them, e.g. a <zoneRoute> between their zones"
+                valid = valid if dst else "a file SimGrid runs"
                 raise HcsimError(f"platform file '{path}': SimGrid {how}{where}: {reason} (valid: {valid})") from None
             if isinstance(exc, RuntimeError):  # a Python exception in the child: SimGrid's bindings raised
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -57,6 +57,10 @@ TWO_ZONES = (
 )
 FAT_TREE = 'topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2"'
 TORUS = 'topology="TORUS" topo_parameters="4,4"'
+VIVALDI = (
+    '<zone id="v" routing="Vivaldi"><host id="a" speed="1Gf" coordinates="1 2 3"/>'
+    '<host id="b" speed="1Gf" coordinates="4 5 6"/></zone>'
+)
 CLUSTER = '<cluster id="c" prefix="n" suffix="" radical="0-{last}" speed="1Gf" bw="1GBps" lat="1us" {extra}/>'
 
 # ---------------------------------------------------------------- refused, one line each
@@ -78,7 +82,19 @@ REFUSED = {
     # zones SimGrid builds and then aborts on (or hcsim cannot follow)
     "vivaldi-without-coordinates": (
         platform(f'<zone id="v" routing="Vivaldi">{hosts("a", "b")}</zone>'),
-        r"zone 'v' has routing 'Vivaldi', which routes by coordinates",
+        r"host 'a' in Vivaldi zone 'v' has coordinates '', which SimGrid 4.1 aborts on",
+    ),
+    "vivaldi-two-coordinates": (
+        platform(VIVALDI.replace('"4 5 6"', '"4 5"')),
+        r"host 'b' in Vivaldi zone 'v' has coordinates '4 5'.*three numbers",
+    ),
+    "vivaldi-sub-zones-without-coordinates": (
+        platform(
+            '<zone id="v" routing="Vivaldi"><zone id="z1" routing="Full"><host id="a" speed="1Gf"/></zone>'
+            '<zone id="z2" routing="Full"><host id="b" speed="1Gf"/></zone></zone>'
+        ),
+        r"SimGrid crashed \(SIGABRT\) resolving the route from host 'a' to host 'b': Please specify the Vivaldi "
+        r"coordinates of Netzone z1",
     ),
     "wifi-zone": (
         platform(
@@ -94,7 +110,7 @@ REFUSED = {
     "routing-unknown": (platform(LINE.replace('"Full"', '"Frob"')), r"routing 'Frob'.*Full"),
     "peer-outside-vivaldi": (
         platform('<zone id="z" routing="Full"><peer id="p" speed="1Gf" bw_in="1GBps" bw_out="1GBps"/></zone>'),
-        r"peer 'p' is a <peer>",
+        r"peer 'p' is a <peer> outside a Vivaldi zone",
     ),
     # failures and profiles
     "host-state-file": (
@@ -179,9 +195,9 @@ def test_a_missing_route_is_refused_by_run_once_the_workload_makes_the_hosts_tal
     assert r.returncode == 0, r.stderr
     assert "routes resolved: all 6 XPU pairs, 2 without a route" in r.stdout
     assert "SimGrid has no route for 2 of 6 XPU pairs (first: 'a' to 'c')" in r.stderr
-    # an allreduce over a, b, c makes a and c talk: SimGrid would abort mid-run ("no connecting path")
+    # a ring allreduce over a, b, c sends c -> a: SimGrid would abort mid-run ("no connecting path")
     assert_one_line_error(
-        run("run", "--platform", path, *ALLREDUCE), "no route from host 'a' to host 'c'", "vertex 'allreduce'"
+        run("run", "--platform", path, *ALLREDUCE), "no route from host 'c' to host 'a'", "vertex 'allreduce'"
     )
 
 
@@ -194,6 +210,32 @@ def _p2p(tmp_path, src: str, dst: str) -> str:
     path = tmp_path / "w.json"
     w.to_json(path)
     return str(path)
+
+
+RING4 = full_zone(["a", "b", "c", "d"], [("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")])  # no a - c, no b - d
+
+
+def _comm(tmp_path, kind: str, algorithm: str | None = None) -> str:
+    w = Workload()
+    w.add_comm("x", 1e6, kind, ["a", "b", "c", "d"], algorithm=algorithm, is_start=True)
+    path = tmp_path / f"{kind}-{algorithm}.json"
+    w.to_json(path)
+    return str(path)
+
+
+def test_a_ring_allreduce_runs_on_ring_routes_and_what_sends_across_is_refused(tmp_path):
+    path = tmp_path / "p.xml"
+    path.write_text(platform(RING4))
+    r = run("platform", "check", path)
+    assert r.returncode == 0 and "all 12 XPU pairs, 4 without a route" in r.stdout, r.stderr
+    # the ring a -> b -> c -> d -> a uses routed pairs only: SimGrid runs it, so does hcsim
+    r = run("run", "--platform", path, *ALLREDUCE)
+    assert r.returncode == 0, r.stderr
+    # the direct all-to-all sends a -> c; an algorithm of unknown flows counts every pair of its scope
+    for workload, pair in ((_comm(tmp_path, "alltoall"), "'a' to host 'c'"),
+                           (_comm(tmp_path, "allreduce", "halving_doubling"), "'a' to host 'c'")):  # fmt: skip
+        r = run("run", "--platform", path, "--workload", workload, "--iterations", "1")
+        assert_one_line_error(r, f"no route from host {pair}", "vertex 'x'")
 
 
 def test_a_full_zone_missing_routes_between_hosts_that_never_talk_runs(tmp_path):
@@ -247,6 +289,7 @@ ACCEPTED = {
         '<link id="bb" bandwidth="1GBps" latency="1us"/>'
         '<zoneRoute src="z1" dst="z2" gw_src="g1" gw_dst="g2"><link_ctn id="bb"/></zoneRoute></zone>'
     ),
+    "vivaldi-with-coordinates": platform(VIVALDI),
     "cm02-model-config": platform(
         full_zone(["a", "b", "c"], [("a", "b"), ("b", "c"), ("a", "c")]), '<prop id="network/model" value="CM02"/>'
     ),
