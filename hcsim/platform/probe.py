@@ -1,9 +1,17 @@
-"""Load a compiled platform in SimGrid and measure it: counts, routes, transfers, computations.
+"""Load a platform in SimGrid and measure it: counts, routes, transfers, computations; refuse what SimGrid crashes on.
 
-These are the platform layer's own checks (``hcsim platform check``, the exactness
-tests, the demo); the workload engine builds on the same loading path. Each public
-function runs SimGrid in a child process (:func:`hcsim.simgrid_runtime.run_isolated`), so it can be
-called any number of times from one Python session.
+These are the platform layer's own checks (``hcsim platform check``, ``run --platform``,
+the exactness tests, the demo); the workload engine builds on the same loading path.
+:func:`precheck_platform` reads the file without SimGrid and refuses what SimGrid 4.1
+aborts or segfaults on (no zone, models it lacks, Wifi and 'None' zones, profiles,
+malformed values); :func:`host_facts` and :func:`check_platform` load it in a child and
+resolve a route between every two XPUs a run will pick. Each public function runs SimGrid
+in a forked child (:func:`hcsim.simgrid_runtime.run_isolated`) whose standard error is
+kept: SimGrid aborting or crashing there becomes one HcsimError line with its own reason.
+
+Invariant: no platform file makes SimGrid abort or crash in these functions without the
+caller getting one line; a pair of XPUs they report routed, SimGrid routes. Guide:
+docs/platform.md, "SimGrid never crashes under hcsim".
 """
 
 from __future__ import annotations

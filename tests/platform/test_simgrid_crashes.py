@@ -57,6 +57,7 @@ TWO_ZONES = (
 )
 FAT_TREE = 'topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2"'
 TORUS = 'topology="TORUS" topo_parameters="4,4"'
+BAD_DRAGONFLY = 'topology="DRAGONFLY" topo_parameters="1;2"'
 VIVALDI = (
     '<zone id="v" routing="Vivaldi"><host id="a" speed="1Gf" coordinates="1 2 3"/>'
     '<host id="b" speed="1Gf" coordinates="4 5 6"/></zone>'
@@ -156,7 +157,7 @@ REFUSED = {
     ),
     # SimGrid aborts or crashes while loading: its own reason, in one line
     "dragonfly-bad-parameters": (
-        platform(CLUSTER.format(last=7, extra='topology="DRAGONFLY" topo_parameters="1;2"')),
+        platform(f'<zone id="w" routing="Full">{CLUSTER.format(last=7, extra=BAD_DRAGONFLY)}</zone>'),
         r"SimGrid crashed \(SIGABRT\): Dragonfly are defined by the number of groups",
     ),
     # SimGrid crashes resolving a route between two zones that have none
