@@ -22,7 +22,7 @@ from hcsim.formats.topology_files import import_topology
 from hcsim.platform import builders, dgx
 from hcsim.platform.builders import MAX_SPINES, MAX_XPUS
 from hcsim.platform.compiler import compile_platform
-from hcsim.platform.probe import check_platform
+from hcsim.platform.probe import MAX_ROUTE_CHECKS, check_platform, unrouted_pairs
 from hcsim.platform.simgrid_files import HostFacts
 from hcsim.platform.topology import Topology
 from hcsim.workload import Workload
@@ -197,30 +197,48 @@ def _talking(data: dict) -> Iterable[tuple[str, str]]:
     return [(a, b) for a in scope for b in scope if a != b]
 
 
+MAX_RUN_ROUTE_CHECKS = 5 * MAX_ROUTE_CHECKS
+"""Pairs a run resolves itself when ``check`` only sampled (about 6 s at most); past it, none (docs/platform.md)."""
+
+
 def refuse_unrouted(facts: HostFacts, work: Workload, path: str) -> None:
     """Refuse, in one line, a run whose workload sends between two hosts SimGrid has no route for.
 
-    The pairs are each communication's flows (:func:`_talking`) and each XPU with its
-    memory hosts. SimGrid 4.1 would abort the run at the first such transfer ("no
+    The pairs are each communication's flows (:func:`_talking`), both ways, and each XPU
+    with its memory hosts. SimGrid 4.1 would abort the run at the first such transfer ("no
     connecting path"); a Full zone missing routes between hosts that never talk runs.
+    Where the probe resolved only a sample (a large platform), the pairs the workload
+    uses are resolved now, up to :data:`MAX_RUN_ROUTE_CHECKS`.
     """
-    if not facts.unrouted:
+    if not facts.unrouted and not facts.route_sampled:
         return
-    memory: dict[str, list[str]] = {}
+    key = facts.route_groups.get
+    talking: dict[tuple[str, str], str] = {}  # pair of route groups -> the vertex that sends between them
+    used = {data.get("location") for _, data in work.nodes(data=True)}
+    used.update(x for _, data in work.nodes(data=True) for x in data.get("scope") or ())
+    memory: dict[str, list[tuple[str, str]]] = {}  # XPU -> its pairs with a memory host (not in the workload)
     for a, b in facts.unrouted:
-        memory.setdefault(a, []).append(b)
+        if (a in used) != (b in used):
+            memory.setdefault(a if a in used else b, []).append((a, b))
     for name, data in work.nodes(data=True):
         if data.get("type") == "comm":
-            pairs = _talking(data)
+            for a, b in _talking(data):
+                if a != b:  # and the way back, which SimGrid's cross-traffic looks up (a Floyd zone aborts on it)
+                    talking.setdefault((key(a, a), key(b, b)), name)
+                    talking.setdefault((key(b, b), key(a, a)), name)
         else:
-            pairs = [(data.get("location"), m) for m in memory.get(data.get("location"), ())]
-        for a, b in pairs:
-            if a != b and facts.unrouted_between(a, b):
-                raise HcsimError(
-                    f"platform file '{path}': SimGrid has no route from host '{a}' to host '{b}', and the "
-                    f"workload's vertex '{name}' sends between them (valid: a <route> between them, or a workload "
-                    "that keeps them apart; 'hcsim platform check' counts the pairs without a route)"
-                )
+            for a, b in memory.get(data.get("location"), ()):
+                talking.setdefault((a, b), name)
+    missing = [pair for pair in talking if facts.unrouted_between(*pair)]
+    if not missing and facts.route_sampled and len(talking) <= MAX_RUN_ROUTE_CHECKS:
+        missing = unrouted_pairs(path, sorted(talking))
+    if missing:
+        a, b = missing[0]
+        raise HcsimError(
+            f"platform file '{path}': SimGrid has no route from host '{a}' to host '{b}', and the workload's "
+            f"vertex '{talking[missing[0]]}' sends between them (valid: a <route> between them, or a workload that "
+            "keeps them apart; 'hcsim platform check' counts the pairs without a route)"
+        )
 
 
 def warn(message: str) -> None:

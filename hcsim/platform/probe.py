@@ -47,6 +47,7 @@ __all__ = [
     "simulate_transfers",
     "simulate_compute",
     "simgrid_route",
+    "unrouted_pairs",
 ]
 
 
@@ -346,6 +347,17 @@ def host_facts(path: str | os.PathLike[str], xpus_from: str | None = None, confi
                 f"{MAX_RUN_XPUS}, as the largest built system; kind=xpu on fewer hosts and --xpus-from property)"
             )
     return facts
+
+
+def _unrouted(path: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    engine = load_platform(path)
+    engine.run()  # seal the platform, as a run does
+    return _resolve(engine, _layout(path), pairs)
+
+
+def unrouted_pairs(path: str | os.PathLike[str], pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Those of ``pairs`` (host names) SimGrid has no route for; for a run past the sample of :func:`host_facts`."""
+    return _isolated(_unrouted, precheck_platform(os.fspath(path)), list(pairs))
 
 
 def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float]:

@@ -24,6 +24,7 @@ from clitools import assert_one_line_error, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hcsim.cli.platform import refuse_unrouted
 from hcsim.errors import HcsimError
 from hcsim.platform import probe
 from hcsim.platform.probe import host_facts, simulate_transfers
@@ -394,3 +395,22 @@ def test_past_the_route_budget_the_probe_samples_and_says_so(tmp_path, monkeypat
     facts = host_facts(path, "auto")
     assert facts.route_sampled and not facts.unrouted
     assert facts.route_pairs == 2 * 6 + 2 * 5 - 4  # ring both ways, star from h0 both ways, minus the 4 in both
+
+
+def test_past_the_budget_a_run_resolves_the_pairs_its_workload_uses(tmp_path, monkeypatch):
+    names = [f"h{i}" for i in range(6)]
+    routes = [p for p in itertools.combinations(names, 2) if p != ("h2", "h4")]  # neither ring nor star: unsampled
+    path = tmp_path / "p.xml"
+    path.write_text(platform(full_zone(names, routes)))
+    monkeypatch.setattr(probe, "MAX_ROUTE_CHECKS", 10)
+    facts = host_facts(path, "auto")
+    assert facts.route_sampled and not facts.unrouted  # the sample misses h2 - h4
+
+    def workload(kind: str) -> Workload:
+        w = Workload()
+        w.add_comm("x", 1e6, kind, names, is_start=True)
+        return w
+
+    refuse_unrouted(facts, workload("allreduce"), str(path))  # the ring h0 -> ... -> h5 -> h0: all routed
+    with pytest.raises(HcsimError, match=r"no route from host 'h2' to host 'h4', and the workload's vertex 'x'"):
+        refuse_unrouted(facts, workload("alltoall"), str(path))
