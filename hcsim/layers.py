@@ -56,6 +56,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.platform.routing", "latency-weighted shortest paths, composed through the zone hierarchy"),
             ("hcsim.platform.compiler", "a topology to SimGrid platform XML (v4.1)"),
             ("hcsim.platform.drawing", "layered pictures of a topology, to check it by eye"),
+            ("hcsim.platform.precheck", "platform files SimGrid 4.1 would abort or crash on, refused up front"),
             ("hcsim.platform.probe", "load a platform in SimGrid and measure it: counts, routes, transfers"),
             ("hcsim.platform.simgrid_files", "SimGrid platform files written by others: their XPUs and network model"),
         ),

@@ -26,7 +26,7 @@ from typing import Any
 
 from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
-from hcsim.cli.platform import build_topology
+from hcsim.cli.platform import build_topology, refuse_unrouted
 from hcsim.collectives import algorithm
 from hcsim.engine import report
 from hcsim.engine.memory import all_local, fill_local_first
@@ -149,7 +149,7 @@ def main(args: argparse.Namespace) -> int:
         on_disk = os.path.isfile(args.platform)
         declared = simgrid_files.read_declared(args.platform) if on_disk else simgrid_files.Declared()
         config = simgrid_files.network_config(args.network_model or "file")
-        facts = host_facts(args.platform)
+        facts = host_facts(args.platform, args.xpus_from or "auto", config)  # and its routes between XPUs
         xpus, how = simgrid_files.choose_xpus(facts, args.xpus_from or "auto", args.platform)
         rates.update(xpu_rates_from_platform(args.platform))
         if args.coherent is not None:
@@ -159,6 +159,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             coherent, why = False, "default: the platform sets no 'coherent' property"
         work = workload(xpus, None)
+        refuse_unrouted(facts, work, args.platform)  # SimGrid would abort at the first flow without a route
         narrowing = _narrowing(args, work, xpus)
         result = simulate(
             args.platform, work, args.iterations, coherent=coherent, xpus=xpus, config=config, repeat=args.repeat
