@@ -114,7 +114,7 @@ HOW: dict[str, str] = {
     "hcsim platform compile t.graphml -o t2.xml": "fast",
     # docs/queue-selection.md
     "hcsim queue-selection --method mql --set 1d --offset 150 --model paper": "fast",
-    "hcsim queue-selection --method all --set 2b --model fifo --servers 2 --replications 50 --out results/q": "fast",
+    "hcsim queue-selection --method all --set 2b --model fifo --servers 2 --replications 50 --out q": "fast",
     "python experiments/queue_selection.py [--quick]": "slow",
     # docs/serving.md
     "hcsim serve --gpu p4 --rate 2000/s --servers 2 --dispatch jsq --max-batch 16 --requests 200000": "fast",

@@ -64,7 +64,7 @@ def test_fast_paths_agree_at_the_sweeps_extremes(compile_cached, links):
     exact, _ = _iteration(compile_cached, "cxl", 16, "H100", memoize=False, fold=False, spr=16, **links)
     for memoize, fold in ((True, False), (True, True)):
         fast, _ = _iteration(compile_cached, "cxl", 16, "H100", memoize=memoize, fold=fold, spr=16, **links)
-        assert fast == pytest.approx(exact, rel=0.01), (links, memoize, fold, fast, exact)
+        assert fast == pytest.approx(exact, rel=5e-4), (links, memoize, fold, fast, exact)
 
 
 def test_memoized_allreduce_is_exact_on_an_idle_network(compiled):
@@ -108,7 +108,7 @@ def test_two_rings_and_a_background_flow_agree_with_the_exact_engine(compiled):
     memo = simulate(path, w, 1, record_flows=False, memoize=True)
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("exact", exact), ("memo", memo))}
     for v in ("A", "B", "bg"):
-        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
+        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=1e-12), (v, ends)
 
 
 def test_overlapping_rings_of_two_families_agree_with_the_exact_engine(compiled):
@@ -134,7 +134,7 @@ def test_overlapping_rings_of_two_families_agree_with_the_exact_engine(compiled)
     assert memo.memoized_flows > 0
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("exact", exact), ("memo", memo))}
     for v in ("A", "B", "C", "pair", "bg"):
-        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
+        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=5e-6), (v, ends)
 
 
 @pytest.mark.slow

@@ -96,7 +96,8 @@ def test_folded_and_fast_layouts_agree_with_the_exact_engine(case):
         assert run.fold is not None and len(run.fold.ranks) < len(build().xpus()), (case, mode)
         assert sum(run.fold.weights.values()) == len(build().xpus())
         error = run.makespan / exact.makespan - 1
-        assert abs(error) < 0.01, (case, mode, error)
+        # measured: the fold 0 in every case, fold + memoize + repeat 3.5e-4 at most (noncoherent 16GB/s zero3)
+        assert abs(error) < (1e-12 if mode == "fold" else 1e-3), (case, mode, error)
 
 
 def test_the_kept_replicas_graph_is_the_full_graph_rank_for_rank():
