@@ -53,7 +53,7 @@ def test_fast_paths_agree_with_the_exact_engine(compile_cached, system, xpus, mi
     exact, _ = _iteration(compile_cached, system, xpus, mix, memoize=False, fold=False, spr=spr)
     for memoize, fold in ((True, False), (False, True), (True, True)):
         fast, r = _iteration(compile_cached, system, xpus, mix, memoize=memoize, fold=fold, spr=spr)
-        assert fast == pytest.approx(exact, rel=0.01), (memoize, fold, fast, exact)
+        assert fast == pytest.approx(exact, rel=2e-3), (memoize, fold, fast, exact)
 
 
 # the sweeps' extremes: at 16 GB/s remote-memory flows and ring flows fight for the CXL links all the time
@@ -146,7 +146,7 @@ def test_memoized_mixed_system_at_100us_runs_both_iterations(compiled):
     w = llama2_13b(folded.ranks, group=folded.group)
     memo = simulate(path, w, 2, record_flows=False, memoize=True)
     exact = simulate(path, w, 2, record_flows=False)  # the exact engine on the same folded system
-    assert memo.iteration_end == pytest.approx(exact.iteration_end, rel=0.01)
+    assert memo.iteration_end == pytest.approx(exact.iteration_end, rel=1.5e-4)
 
 
 def test_raw_contexts_change_nothing_but_speed_under_memoize(compiled, tmp_path):

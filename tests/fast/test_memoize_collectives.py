@@ -42,7 +42,7 @@ def _one(ranks: list[str], kind: str, name: str, nbytes: float) -> Workload:
 def _agree(path: str, work: Workload, iterations: int = 2) -> tuple[object, object]:
     exact = simulate(path, work, iterations, record_flows=False)
     memo = simulate(path, work, iterations, record_flows=False, memoize=True)
-    assert memo.makespan == pytest.approx(exact.makespan, rel=0.01), (work.name, memo.makespan, exact.makespan)
+    assert memo.makespan == pytest.approx(exact.makespan, rel=3e-9), (work.name, memo.makespan, exact.makespan)
     assert memo.activities + memo.memoized_flows == exact.activities, work.name
     return exact, memo
 
