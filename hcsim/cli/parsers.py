@@ -32,7 +32,7 @@ __all__ = [
     "add_topology_options",
 ]
 
-SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine", "dgx-h100", "dgx-a100")
+SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine", "fattree", "dgx-h100", "dgx-a100")
 """The systems ``hcsim platform build`` and ``hcsim run --system`` can build."""
 WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.workload.catalog.WORKLOADS
 XPUS_FROM = ("auto", "property", "all-hosts")  # hcsim.platform.simgrid_files.XPUS_FROM
@@ -134,6 +134,14 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
     _add_model_options(r)  # --model --inference --batch --context --tp
     # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel (training with --model)
     _add_training_options(r)
+    r.add_argument(
+        "--placement",
+        choices=("auto", "spill", "local"),
+        default="auto",
+        help="where operators' data lives: spill what does not fit in XPU memory to the XPU's host (or CXL) memory, "
+        "or keep it local (capacity not checked); auto: spill where the XPUs name such a memory, else local, "
+        "with a note (default auto)",
+    )
     r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
     r.add_argument(
         "--algorithm",

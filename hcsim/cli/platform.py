@@ -46,7 +46,9 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, 
     if system != "cxl" and (args.cxl_bandwidth or args.cxl_latency):
         raise HcsimError(f"--cxl-bandwidth/--cxl-latency apply to 'cxl' only, not '{system}'")
     if system in ("noncoherent", "cxl", "server") and (args.link_bandwidth or args.link_latency):
-        raise HcsimError(f"--link-bandwidth/--link-latency apply to ring/star/leafspine, not '{system}' (Table 5)")
+        raise HcsimError(
+            f"--link-bandwidth/--link-latency apply to ring/star/leafspine/fattree, not '{system}' (Table 5)"
+        )
     link = {}
     if args.link_bandwidth:
         link["bandwidth"] = args.link_bandwidth
@@ -80,6 +82,9 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, 
         return builders.ring(n, xpu, **link)
     if system == "star":
         return builders.star(n, xpu, **link)
+    if system == "fattree":
+        pair = (link.get("bandwidth", "12.5GBps"), link.get("latency", "5us"))
+        return builders.fat_tree(_fat_tree_arity(n), xpu, host_link=pair, fabric_link=pair)
     h = args.hosts_per_leaf
     if h < 1 or n < 1 or n % h:
         raise HcsimError(f"--xpus {n} is not a positive multiple of --hosts-per-leaf {h} (valid: {h}, {2 * h}, ...)")
@@ -94,6 +99,7 @@ _SCALES = {
     "ring": (2, "an integer >= 2"),
     "star": (1, "an integer >= 1"),
     "leafspine": (1, "a multiple of --hosts-per-leaf"),
+    "fattree": (2, "k^3/4 for an even k: 2, 16, 54, 128, 250, 432, 686, 1024, ..."),
     "dgx-h100": (1, "1-8 or a multiple of 8"),
     "dgx-a100": (1, "1-8 or a multiple of 8"),
 }
@@ -103,12 +109,27 @@ def _check_scale(args: argparse.Namespace) -> None:
     """Refuse sizes beyond :data:`hcsim.platform.builders.MAX_XPUS` up front: building them would look hung."""
     system, n = args.system, args.xpus
     smallest, shape = _SCALES[system]
-    largest = dgx.MAX_GPUS if system in dgx.DGX_SYSTEMS else MAX_XPUS[system]
+    largest = dgx.MAX_GPUS if system in dgx.DGX_SYSTEMS else MAX_XPUS.get(system, MAX_FAT_TREE_XPUS)
     if not smallest <= n <= largest:
         valid = shape if smallest == largest else f"{shape} from {smallest}, at most {largest}"
         raise HcsimError(f"--xpus {n} is invalid for '{system}' (valid: {valid}; see docs/platform.md, Limits)")
     if system == "leafspine" and not 1 <= args.spines <= MAX_SPINES:
         raise HcsimError(f"--spines {args.spines} is invalid (valid: an integer from 1 to {MAX_SPINES})")
+
+
+MAX_FAT_TREE_XPUS = 3456
+"""Largest fat tree ``--system fattree`` builds (k = 24); its routes are by zone, as leaf-spine's."""
+
+
+def _fat_tree_arity(xpus: int) -> int:
+    """The even k of the k-ary fat tree with ``xpus`` = k^3/4 XPUs (one line naming the valid sizes otherwise)."""
+    k = round((4 * xpus) ** (1 / 3))
+    if k < 2 or k % 2 or k**3 // 4 != xpus:
+        raise HcsimError(
+            f"--xpus {xpus} is invalid for 'fattree' (valid: k^3/4 XPUs for an even k: 2, 16, 54, 128, 250, 432, "
+            f"686, 1024, ... at most {MAX_FAT_TREE_XPUS})"
+        )
+    return k
 
 
 def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str, compile_with: Any = None) -> None:

@@ -146,6 +146,8 @@ def main(args: argparse.Namespace) -> int:
                 "--fast needs --system or the network file itself (--platform net.yml, ASTRA-sim or InfraGraph: "
                 "it folds the topology before compiling it), not a platform XML"
             )
+        if args.placement != "auto":
+            raise HcsimError(f"--placement {args.placement} applies to --system, not --platform")
         on_disk = os.path.isfile(args.platform)
         declared = simgrid_files.read_declared(args.platform) if on_disk else simgrid_files.Declared()
         config = simgrid_files.network_config(args.network_model or "file")
@@ -194,11 +196,20 @@ def main(args: argparse.Namespace) -> int:
         topo = imported if imported is not None else build_topology(args, notes, spec=spec)
         if calib is not None and args.system not in DGX_SYSTEMS:
             _check_calibrated_devices(args, calib, topo, notes)
-        placement = fill_local_first
-        if training and args.system in DGX_SYSTEMS:
+        coherent = args.system == "cxl" if args.coherent is None else args.coherent
+        placement = fill_local_first if args.placement != "local" else all_local
+        kept_local = None  # with --placement auto on XPUs that name no memory to spill to: said once it ran
+        if args.placement == "auto" and training and args.system in DGX_SYSTEMS:
             _check_fits(args, workload, topo)
             if not args.allow_spill:  # it fits (checked): nothing is spilled, as Megatron spills nothing
                 placement = all_local
+        elif args.placement == "auto" and not _spills_somewhere(topo, coherent):
+            placement = all_local
+            kept_local = (
+                f"note: the XPUs of '{args.system or args.platform}' name no {'CXL' if coherent else 'host'} memory, so each "
+                "operator's data stays in its XPU's memory, its capacity not checked (--placement local; "
+                "--placement spill refuses what does not fit)"
+            )
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
@@ -209,7 +220,6 @@ def main(args: argparse.Namespace) -> int:
         chosen = algorithm_choice(args.algorithm).get("allreduce")
         if args.fast and chosen is not None:
             fold = None if algorithm("allreduce", chosen).ring else False
-        coherent = args.system == "cxl" if args.coherent is None else args.coherent
         default = f"--system {args.system}" if imported is None else "default for an imported network"
         why = default if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="hcsim-run-") as tmp:
@@ -232,6 +242,8 @@ def main(args: argparse.Namespace) -> int:
         notes.insert(0, f"{source}: network model raw, {semantics} memory ({why})")
         if result.fold_refused:
             notes.append(f"note: {result.fold_refused}; ran every XPU")
+        if kept_local and result.placement:  # only where operators hold data
+            notes.append(kept_local)
     if narrowing:
         notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)
@@ -387,3 +399,9 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
         **extra,
         **calibrated,
     )
+
+
+def _spills_somewhere(topology: Topology, coherent: bool) -> bool:
+    """Whether every XPU of ``topology`` names the memory that data spills to (CXL if coherent, else host)."""
+    key = "cxl_memory" if coherent else "host_memory"
+    return all(topology.nodes[x].get(key) for x in topology.xpus())
