@@ -206,8 +206,8 @@ def main(args: argparse.Namespace) -> int:
         elif args.placement == "auto" and not _spills_somewhere(topo, coherent):
             placement = all_local
             kept_local = (
-                f"note: the XPUs of '{args.system or args.platform}' name no {'CXL' if coherent else 'host'} memory, so each "
-                "operator's data stays in its XPU's memory, its capacity not checked (--placement local; "
+                f"note: the XPUs of '{args.system or args.platform}' name no {'CXL' if coherent else 'host'} "
+                "memory, so each operator's data stays in its XPU's memory, its capacity not checked (--placement local; "
                 "--placement spill refuses what does not fit)"
             )
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
