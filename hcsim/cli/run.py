@@ -207,8 +207,8 @@ def main(args: argparse.Namespace) -> int:
             placement = all_local
             kept_local = (
                 f"note: the XPUs of '{args.system or args.platform}' name no {'CXL' if coherent else 'host'} "
-                "memory, so each operator's data stays in its XPU's memory, its capacity not checked (--placement local; "
-                "--placement spill refuses what does not fit)"
+                "memory, so each operator's data stays in its XPU's memory, its capacity not checked "
+                "(--placement local; --placement spill refuses what does not fit)"
             )
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
