@@ -9,6 +9,8 @@ Metrics (per iteration, averaged over the XPUs that take part):
   copy before compute when non-coherent; the tail of the remote access when coherent);
 * **throughput**: the workload's ``batches_per_iteration`` and ``samples_per_iteration``
   (graph attributes) over the mean iteration time: the paper's batch/s and samples/s;
+* **iteration breakdown** (a training run, :mod:`hcsim.analysis.breakdown` fills the
+  summary's ``compute_s``, ``exposed_*_s``, ``memory_stall_s``, ``idle_s``): one line;
 * **links**: bytes carried by each link direction (from SimGrid's own routes), mean
   utilization (bytes / (bandwidth x makespan)) and peak utilization (the highest sum of
   the average rates of the flows crossing it at one time), and the top links by mean
@@ -25,7 +27,7 @@ from hcsim.outputs import ChromeTrace
 from hcsim.outputs import write_csv as write_csv_file
 
 __all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length",
-           "minus_length"]  # fmt: skip
+           "minus_length", "BREAKDOWN_LABELS"]  # fmt: skip
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -137,6 +139,19 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
     }
 
 
+#: a training run's iteration breakdown (:mod:`hcsim.analysis.breakdown`) as the text summary labels it
+BREAKDOWN_LABELS = (
+    ("compute_s", "compute"),
+    ("exposed_tp_s", "tp"),
+    ("exposed_pp_s", "pp"),
+    ("exposed_dp_s", "dp"),
+    ("exposed_cp_s", "cp"),
+    ("exposed_ep_s", "ep"),
+    ("memory_stall_s", "memory"),
+    ("idle_s", "idle"),
+)
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as the CLI prints it."""
     per = summary["per_xpu_per_iteration_s"]
@@ -162,6 +177,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     if summary["folded_from"]:
         lines.insert(4, f"folded                {summary['xpus']} representative XPUs of {summary['folded_from']}")
+    if "compute_s" in summary:  # a training run: hcsim.analysis.breakdown's buckets (they add up to the iteration)
+        where = ", ".join(f"{label} {summary[key]:.4g}" for key, label in BREAKDOWN_LABELS)
+        lines.insert(3, f"iteration breakdown   {where} s (first rank of every stage)")
     if summary["top_links"]:
         lines.append("top links (mean / peak utilization, bytes):")
         for s in summary["top_links"]:
