@@ -132,3 +132,20 @@ def test_two_stage_pipeline_bubble_is_the_closed_form():
     steady = steady_breakdown(r, g)
     assert sum(steady.values()) == pytest.approx(summarize(r)["steady_iteration_s"], rel=REL)
     assert steady["idle_s"] == pytest.approx((B + period - M * (B + P)) / 2, rel=REL)
+
+
+def test_extrapolated_iterations_have_the_same_breakdown():
+    kept = []
+
+    def factory(ranks, group=None):
+        kept.append(_pipeline(ranks, group))
+        return kept[-1]
+
+    r = simulate_system(star(2, bandwidth=f"{BW}Bps", latency=f"{LAT}s"), factory, iterations=6, repeat=True)
+    assert r.memoized_iterations > 0  # iteration repeat filled the last ones in (hcsim.fast.repeat)
+    g, period = kept[0], M * A + P + B
+    zero = dict.fromkeys(BUCKETS, 0.0)
+    want = {**zero, "compute_s": M * B, "exposed_pp_s": M * P, "idle_s": period - M * (B + P)}
+    for it in range(6):
+        assert rank_breakdown(r, g, "xpu1", it) == pytest.approx(want, rel=1e-9, abs=1e-15), it
+    assert steady_breakdown(r, g, ["xpu1"]) == pytest.approx(want, rel=1e-9, abs=1e-15)
