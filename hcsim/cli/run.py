@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from hcsim.analysis.breakdown import GraphKept, steady_breakdown
 from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.cli.platform import build_topology, refuse_unrouted
@@ -134,7 +135,7 @@ def main(args: argparse.Namespace) -> int:
         tp = Layout.parse(args.parallel, args.xpus).tp if dgx and training and args.parallel and args.xpus else 1
         args.sequence_parallel = tp > 1
     if args.model or args.workload is None:  # a transformer (issue 16)
-        workload = _training_workload(args, calib) if training else _inference_workload(args)
+        workload = GraphKept(_training_workload(args, calib)) if training else _inference_workload(args)
 
     imported = _imported_network(args)  # --platform net.yml: imported as 'hcsim platform import' does, then run
     if args.platform and imported is None:
@@ -250,6 +251,7 @@ def main(args: argparse.Namespace) -> int:
     if training:
         gpus = len(topo.xpus()) if imported is not None or not args.platform else len(xpus)
         summary.update(_throughput(workload, summary, gpus))
+        summary.update(steady_breakdown(result, workload.graph))  # first rank of every stage (hcsim.analysis)
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
     }

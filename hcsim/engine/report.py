@@ -12,6 +12,8 @@ Metrics (per iteration, averaged over the XPUs that take part):
 * **whole system**: after a fold (``hcsim.fast``), ``xpus``, ``remote_vertices`` and
   ``bytes_on_links`` are the whole system's (each representative counted once per XPU
   it stands for), ``simulated_*`` what SimGrid ran; ``fold`` says what was folded;
+* **iteration breakdown** (a training run, :mod:`hcsim.analysis.breakdown` fills the
+  summary's ``compute_s``, ``exposed_*_s``, ``memory_stall_s``, ``idle_s``): one line;
 * **links**: bytes carried by each link direction (from SimGrid's own routes), mean
   utilization (bytes / (bandwidth x makespan)) and peak utilization (the highest sum of
   the average rates of the flows crossing it at one time), and the top links by mean
@@ -28,7 +30,7 @@ from hcsim.outputs import ChromeTrace
 from hcsim.outputs import write_csv as write_csv_file
 
 __all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length",
-           "minus_length"]  # fmt: skip
+           "minus_length", "BREAKDOWN_LABELS"]  # fmt: skip
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -195,6 +197,19 @@ def _system_view(result: RunResult, simulated: int, top: list[dict[str, Any]]) -
     }
 
 
+#: a training run's iteration breakdown (:mod:`hcsim.analysis.breakdown`) as the text summary labels it
+BREAKDOWN_LABELS = (
+    ("compute_s", "compute"),
+    ("exposed_tp_s", "tp"),
+    ("exposed_pp_s", "pp"),
+    ("exposed_dp_s", "dp"),
+    ("exposed_cp_s", "cp"),
+    ("exposed_ep_s", "ep"),
+    ("memory_stall_s", "memory"),
+    ("idle_s", "idle"),
+)
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """The summary as the CLI prints it."""
     per = summary["per_xpu_per_iteration_s"]
@@ -231,6 +246,9 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"bytes on links        {summary['simulated_bytes_on_links']:.6g} B simulated only (bytes x hops of the "
             "flows run in SimGrid: memoized flows and folded XPUs are not in it)"
         )
+    if "compute_s" in summary:  # a training run: hcsim.analysis.breakdown's buckets (they add up to the iteration)
+        where = ", ".join(f"{label} {summary[key]:.4g}" for key, label in BREAKDOWN_LABELS)
+        lines.insert(3, f"iteration breakdown   {where} s (first rank of every stage)")
     top = summary["top_links"]
     if top is None and summary["simulated_top_links"]:
         lines.append("top links, simulated only (mean / peak utilization, bytes):")
