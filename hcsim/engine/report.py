@@ -217,7 +217,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"iterations            {summary['iterations']} ({'coherent' if summary['coherent'] else 'non-coherent'})",
         f"simulated time        {summary['makespan_s']:.6g} s",
         f"iteration time        {summary['steady_iteration_s']:.6g} s (first {summary['iteration_times_s'][0]:.6g} s)",
-        f"throughput            {summary['batches_per_s']:.6g} batch/s, {summary['samples_per_s']:.6g} samples/s",
+        f"throughput            {summary['batches_per_s']:.6g} batch/s, {summary['samples_per_s']:.6g} samples/s "
+        "(global batches per second of steady iteration: docs/cli.md)",
         "per XPU, per iteration:",
         f"  compute             {per['compute']:.6g} s",
         f"  communication       {per['communication']:.6g} s",
