@@ -14,12 +14,9 @@ parallelism is carved out of data parallelism (Megatron-Core): the EP group of r
     >>> grid.tp_group(0, 1), grid.dp_group(1, 0), grid.stage_ranks(1, 1)
     (['x2', 'x3'], ['x2', 'x6'], ['x6', 'x7'])
 
-Pipeline split (:func:`pipeline_split`): which decoder layers each virtual stage holds.
-Even (Megatron's default: ``layers / (pp x vp)`` each), or as Megatron-Core's uneven
-options do it: ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``
-(the embedding and the loss each count as one layer) or ``num_layers_in_first_pipeline_stage``
-/ ``num_layers_in_last_pipeline_stage`` (``--decoder-first/last-pipeline-num-layers``);
-invariant: every layer is on exactly one virtual stage, in order.
+:func:`pipeline_split` places the decoder layers on the ``pp x vp`` virtual stages: even,
+or by Megatron-Core's uneven options (embedding/loss counted as layers, or first/last
+stage layer counts); invariant: every layer on exactly one virtual stage, in order.
 
 Guide: docs/parallelism.md, "Layout and rank mapping"; docs/training-features.md, "Uneven pipeline stages".
 """
