@@ -146,6 +146,9 @@ def test_graph_places_layers_by_the_uneven_split():
     assert _units(w, "x0") == ["emb", "L0", "L3", "L4"]
     assert _units(w, "x1") == ["L1", "L2", "L5", "head"]
     assert "decoder layers per stage 3, 3" in w.graph["pipeline_split"]
+    two = TransformerSpec("two", layers=2, hidden=256, heads=8, kv_heads=2, intermediate=512, vocab=1000, sequence=64)
+    lone = training_graph(two, "pp=2,vp=2", xs(2), microbatches=2)  # the embedding and the loss alone on a chunk
+    assert _units(lone, "x0") == ["emb", "L1"] and _units(lone, "x1") == ["L0", "head"]
     first_last = training_graph(SIX, "pp=3", xs(3), microbatches=3, pipeline_split=(1, 1))
     assert [_units(first_last, f"x{p}") for p in range(3)] == [["emb", "L0"], ["L1", "L2", "L3", "L4"], ["L5", "head"]]
     assert "first stage 1, last stage 1" in first_last.graph["pipeline_split"]
@@ -246,3 +249,48 @@ def test_bf16_with_16_bit_gradients_is_megatrons_16_bit_row():
     assert p.state_bytes_per_param(0, 1) == 20
     for d in (2, 8, 64):
         assert p.state_bytes_per_param(1, d) == pytest.approx(4 + 16 / d)
+
+
+# ------------------------------------------------------------------ the engine runs an uneven pipeline
+def _uniform(layers: int):
+    """A model of ``layers`` blocks of 2 s forward, 4 s backward at RATE (attention + MLP); free embedding/head."""
+    from types import SimpleNamespace
+
+    from hcsim.workload.models.ops import Operator
+
+    def op(name: str, kind: str, flops: float) -> Operator:
+        return Operator(name, kind, flops, 2 * flops, 0.0, 0.0, 0, 0.0)
+
+    def block(spec, tokens, *, tp=1, ep=1, layer=0, phase="train"):
+        return [op("attn.core", "attention", RATE), op("mlp.up", "linear", RATE)]
+
+    def free(spec, tokens, *, tp=1):
+        return [op("embedding", "embedding", 0.0)]
+
+    spec = SimpleNamespace(name="uniform", layers=layers, hidden=1, heads=4, kv_heads=4, sequence=1,
+                           precision="fp16", bytes_per_value=2, experts=0, top_k=0)  # fmt: skip
+    return spec, SimpleNamespace(block_operators=block, embedding_operators=free, head_operators=free)
+
+
+RATE = 1e12
+
+
+@pytest.mark.parametrize("m", [1, 3, 8])
+def test_simulated_uneven_1f1b_is_paced_by_the_larger_stage(compiled, m):
+    """4 layers on 2 stages, 1F1B; the last stage paces. Even (2 + 2 layers, 4 s forward and 8 s backward per
+    stage): stage 1 starts at 4 s, runs forward + backward (12 s) per microbatch back to back, then stage 0's
+    last backward (8 s): 12m + 12. First/last (1, 3): stage 1 (6 + 12 s) starts at 2 s: 2 + 18m + 4 = 18m + 6."""
+    from hcsim.engine import simulate
+    from hcsim.platform import Topology
+
+    t = Topology()
+    t.add_switch("sw", "generic")
+    for i in range(2):
+        t.add_xpu(f"x{i}", fp16=RATE, fp32=RATE, memory=1e15, memory_bandwidth=1e18, device="test", rank=i)
+        t.add_link(f"x{i}", "sw", 1e15, 1e-9)
+    path = compiled(t)
+    spec, ops = _uniform(4)
+    even = training_graph(spec, "pp=2", xs(2), microbatches=m, ops=ops)
+    uneven = training_graph(spec, "pp=2", xs(2), microbatches=m, ops=ops, pipeline_split=(1, 3))
+    assert simulate(path, even, 1).makespan == pytest.approx(12 * m + 12, rel=1e-6)
+    assert simulate(path, uneven, 1).makespan == pytest.approx(18 * m + 6, rel=1e-6)
