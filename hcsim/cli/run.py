@@ -55,7 +55,7 @@ from hcsim.workload.graph import Workload
 from hcsim.workload.models.inference import check_inference, inference_step
 from hcsim.workload.models.spec import load_model, model_flops_per_token
 from hcsim.workload.parallel.factory import TrainingWorkload
-from hcsim.workload.parallel.layout import Layout
+from hcsim.workload.parallel.layout import Layout, pipeline_split
 from hcsim.workload.parallel.memory import check_fits, training_memory
 
 __all__ = ["MAX_BATCH", "MAX_DEGREE", "MAX_ITERATIONS", "MAX_MICROBATCHES", "MAX_MICRO_BATCH", "MAX_TOKENS", "main"]
@@ -222,6 +222,9 @@ def main(args: argparse.Namespace) -> int:
     dgx = args.system in DGX_SYSTEMS
     if args.zero is None:  # on a DGX, as NeMo's pretraining recipes run Megatron-Core: the distributed optimizer
         args.zero = 1 if dgx and training else 0
+    # ... main gradients in bf16, as NVIDIA's benchmark recipes set them (Megatron-Bridge perf_recipes/_common.py:
+    # grad_reduce_in_fp32 = False; NeMo launcher configs: grad_sync_dtype bf16)
+    args.grad_reduce_in_fp32 = not (dgx and training)
     if args.sequence_parallel is None:  # ... and sequence parallelism wherever tensor parallelism is on
         tp = Layout.parse(args.parallel, args.xpus).tp if dgx and training and args.parallel and args.xpus else 1
         args.sequence_parallel = tp > 1
@@ -292,6 +295,10 @@ def main(args: argparse.Namespace) -> int:
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         placement = fill_local_first if args.placement != "local" else all_local
         kept_local = None  # with --placement auto on XPUs that name no memory to spill to: said once it ran
+        if training:
+            note = _pipeline_note(workload, len(topo.xpus()))
+            if note:
+                notes.append(f"note: {note}")
         if args.placement == "auto" and training and args.system in DGX_SYSTEMS:
             _check_fits(args, workload, topo)
             if not args.allow_spill:  # it fits (checked): nothing is spilled, as Megatron spills nothing
@@ -432,8 +439,17 @@ def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topo
         microbatches=o["microbatches"], schedule_name=o["schedule_name"], zero=o["zero"],
         precision=o.get("precision"), recompute=o.get("recompute", "none"),
         sequence_parallel=o["sequence_parallel"], xpus=len(xpus),
+        grad_reduce_in_fp32=o.get("grad_reduce_in_fp32", True), pipeline_split=o.get("pipeline_split"),
     )  # fmt: skip
     check_fits(stages, topo.nodes[xpus[0]]["memory"], allow_spill=args.allow_spill)
+
+
+def _pipeline_note(workload: TrainingWorkload, xpus: int) -> str | None:
+    """The pipeline split in one line when it is not even (LLaMA-3.1-405B's 126 layers on pp x vp = 64)."""
+    layout = workload.full_layout(xpus)
+    layout.check(xpus, workload.spec, workload.options.get("pipeline_split"))
+    split = pipeline_split(workload.spec.layers, layout.pp, layout.vp, workload.options.get("pipeline_split"))
+    return None if split.even else split.describe()
 
 
 def _throughput(workload: Any, summary: dict, gpus: int) -> dict[str, float]:
@@ -495,6 +511,8 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
         calibrated["calibration"] = calib
     extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
+    if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
+        extra["grad_reduce_in_fp32"] = False
     # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
     return TrainingWorkload(
         spec,

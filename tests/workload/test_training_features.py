@@ -238,7 +238,7 @@ def test_simulated_interleaved_bubble(compiled, p, m, v):
 
 
 def test_vp_errors_are_one_line():
-    with pytest.raises(HcsimError, match="layers per stage of small are not divisible by vp=4"):
+    with pytest.raises(HcsimError, match=r"small has 4 layers, not divisible by pp x vp = 2 x 4 = 8 \(valid: pp x vp"):
         training_graph(SMALL, "pp=2,vp=4", xs(2))
     with pytest.raises(HcsimError, match="vp=2 needs pipeline parallelism"):
         training_graph(SMALL, "vp=2", xs(1))

@@ -9,9 +9,12 @@ Megatron-Core / Transformer Engine keep them (sources: /work/research/training-m
 * **bf16** (Megatron default): bf16 weights (2), fp32 main gradients (4), fp32 master
   copy and Adam's moments (12): 18 B/param, ``6 + 12/d`` with the distributed optimizer;
   gradients reduced in fp32 (``grad_reduce_in_fp32``), parameters gathered in bf16.
+  Without ``grad_reduce_in_fp32`` (NVIDIA's benchmark recipes) the main gradients are
+  bf16 (2) and the optimizer keeps an fp32 gradient shard (16): ``4 + 16/d``.
 * **fp8** (Transformer Engine, delayed/current scaling): as bf16, plus GEMM operands in
-  fp8 (1 byte) and the cached fp8 weight copies (row- and column-wise: 2 B/param,
-  derived from TE PR #1300, no measured source); activations, TP/PP/CP/EP traffic stay bf16.
+  fp8 (1 byte) and, on TE's linear layers only, the cached fp8 weight copies (row- and
+  column-wise: 2 B/param; TE ``module/linear.py``); with ``fp8_param_gather`` the fp8
+  copies are the parameters (1 + 1 B, no bf16 copy). Activations, TP/PP/CP/EP traffic stay bf16.
 
 The engine runs fp16 and fp32 rates only: bf16 and fp8 vertices run at the fp16 rate
 under the ideal model (:data:`ENGINE_PRECISION`), their own precision kept on the vertex.
@@ -83,11 +86,15 @@ class TrainingPrecision:
         """
         return sum(self.state_split(zero, shards))
 
-    def state_split(self, zero: int, shards: int) -> tuple[float, float, float]:
-        """(weights, gradients, optimizer state) bytes of one parameter under ZeRO stage ``zero`` over ``shards``."""
-        return zero_shards(
-            self.param_bytes + self.weight_cache_bytes, self.grad_bytes, self.optimizer_bytes, zero, shards
-        )
+    def state_split(self, zero: int, shards: int, *, te_linear: bool = True) -> tuple[float, float, float]:
+        """(weights, gradients, optimizer state) bytes of one parameter under ZeRO stage ``zero`` over ``shards``.
+
+        ``te_linear=False``: a parameter outside Transformer Engine's linear layers (embedding,
+        output layer, norms, router): a 16-bit (``value_bytes``) copy and no fp8 copies; the same
+        as ``True`` for fp32, fp16 and bf16.
+        """
+        weights = self.param_bytes + self.weight_cache_bytes if te_linear else float(self.value_bytes)
+        return zero_shards(weights, self.grad_bytes, self.optimizer_bytes, zero, shards)
 
 
 def training_precision(
@@ -105,11 +112,24 @@ def training_precision(
         return TrainingPrecision("fp16", 2, 2, 2.0, 0.0, 2.0, 12.0, 2, 2)
     if name not in ("bf16", "fp8"):
         raise HcsimError(f"training precision {name!r} is unknown (valid: {', '.join(TRAINING_PRECISIONS)})")
+    # The main-gradient buffer has the reduce width: Megatron-Core groups parameters into buffers by
+    # "grad_dtype: gradient reduction dtype (torch.float if grad_reduce_in_fp32, else param.dtype)"
+    # (megatron/core/distributed/param_and_grad_buffer.py, group_params_for_buffers). With 16-bit main
+    # gradients the distributed optimizer keeps an fp32 copy of its gradient shard beside the fp32
+    # master and Adam moments: 16 B per parameter (Megatron-LM docs dist_optimizer.md, "fp16
+    # parameters, fp16 gradients: 20, 4 + 16/d"); with fp32 main gradients 12 ("bf16 parameters, fp32
+    # gradients: 18, 6 + 12/d").
     reduce = 4 if grad_reduce_in_fp32 else 2
+    optimizer = 12.0 if grad_reduce_in_fp32 else 16.0
     if name == "bf16":
         if fp8_param_gather:
             raise HcsimError("fp8_param_gather needs precision fp8 (valid with bf16: False)")
-        return TrainingPrecision("bf16", 2, 2, 2.0, 0.0, 4.0, 12.0, reduce, 2)
-    if fp8_param_gather:  # fp8 compute params (1 B) and their transpose (1 B), no bf16 copy
-        return TrainingPrecision("fp8", 2, 1, 1.0, 1.0, 4.0, 12.0, reduce, 1)
-    return TrainingPrecision("fp8", 2, 1, 2.0, 2.0, 4.0, 12.0, reduce, 2)
+        return TrainingPrecision("bf16", 2, 2, 2.0, 0.0, float(reduce), optimizer, reduce, 2)
+    # fp8 weights of TE's linear layers, row-wise and column-wise (Hopper's fp8 GEMMs need the transpose):
+    # in training TE quantizes the weight with ``set_usage(rowwise=True, columnwise=...)`` (columnwise when
+    # the input needs a gradient) and keeps it across microbatches (``update_workspace`` on the first only)
+    # (TransformerEngine transformer_engine/pytorch/module/linear.py, ``quantize_weight``): 1 + 1 B. With
+    # ``fp8_param_gather`` (``fp8_model_init``) that fp8 tensor is the parameter itself: no bf16 copy.
+    if fp8_param_gather:
+        return TrainingPrecision("fp8", 2, 1, 1.0, 1.0, float(reduce), optimizer, reduce, 1)
+    return TrainingPrecision("fp8", 2, 1, 2.0, 2.0, float(reduce), optimizer, reduce, 2)

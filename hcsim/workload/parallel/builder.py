@@ -30,6 +30,8 @@ from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoal
 from hcsim.workload.parallel.costs import RECOMPUTE, Part, UnitCost, block_cost, fold, state_bytes
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
+from hcsim.workload.parallel.layout import pipeline_split as split_layers
+from hcsim.workload.parallel.memory import unit_memory
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
 __all__ = ["training_graph"]
@@ -70,6 +72,7 @@ def training_graph(
     zero3_every_microbatch: bool = False,
     overlap_param_gather: bool = False,
     calibration: Any = None,
+    pipeline_split: Any = None,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -106,13 +109,21 @@ def training_graph(
     :class:`~hcsim.calibration.Calibration`): each compute vertex also carries ``seconds``, its
     operators timed on the calibrated machine's GPU (:func:`hcsim.calibration.machine.vertex_seconds`),
     which the engine runs instead of the roofline of ``flops`` and ``mem_bytes``.
+
+    ``pipeline_split`` (:func:`.layout.pipeline_split`): which decoder layers each (virtual)
+    stage holds. None: even when ``pp x vp`` divides the layers, else Megatron-Core's
+    embedding/loss accounting when ``pp x vp`` divides ``layers + 2`` (LLaMA-3.1-405B's 126
+    layers on pp=8, vp=8); "even", "account_embedding", "account_loss",
+    "account_embedding_loss", or ``(first, last)`` decoder layers of the first and last
+    stage. An uneven split is said in ``w.graph["pipeline_split"]`` (one line).
     """
     if calibration is not None:
         operators = True
     full = len(xpus) if group is None else group
     if isinstance(layout, str):
         layout = Layout.parse(layout, full)
-    layout.check(full, spec)
+    layout.check(full, spec, pipeline_split)
+    split = split_layers(spec.layers, layout.pp, layout.vp, pipeline_split)
     full_dp = layout.dp
     full_layout = layout
     if full != len(xpus):
@@ -167,7 +178,7 @@ def training_graph(
             spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence, order_of, zero,
             sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm, full_dp,
             policy=policy, recompute=recompute, operators=operators, micro_batch=micro_batch, sequence=sequence,
-            full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch,
+            full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch, split=split,
         )  # fmt: skip
         builder.gather_forward = overlap_param_gather
         builder.calibration = calibration  # the optimizer step's time (GradientSync); none in the ideal model
@@ -189,6 +200,8 @@ def training_graph(
         w.graph["precision"] = policy.name
     if recompute != "none":
         w.graph["recompute"] = recompute
+    if not split.even:
+        w.graph["pipeline_split"] = split.describe()
     if full != len(xpus):  # a folded run: what the report says it stands for
         w.graph.update(folded_ranks=len(xpus), folded_xpus=full)
     return w
@@ -242,7 +255,8 @@ class _Builder(GradientSync):
     # fmt: off
     def __init__(self, spec, layout, grid, ops, m, tokens, order_of, zero, sp,  # noqa: ANN001, ANN204
                  dp_alg, tp_alg, a2a_alg, full_dp, *, policy=None, recompute="none",  # noqa: ANN001
-                 operators=False, micro_batch=1, sequence=None, full_replicas=None, fsdp=False):  # noqa: ANN001
+                 operators=False, micro_batch=1, sequence=None, full_replicas=None, fsdp=False,  # noqa: ANN001
+                 split=None):  # noqa: ANN001
         # fmt: on
         self.spec, self.layout, self.grid, self.m = spec, layout, grid, m
         cp, vp = layout.cp, layout.vp
@@ -251,11 +265,12 @@ class _Builder(GradientSync):
         self.full_replicas = full_dp * cp if full_replicas is None else full_replicas  # ... and their CP slices
         self.zero, self.sp = zero, sp
         self.algorithms = {"dp": dp_alg, "tp": tp_alg, "alltoall": a2a_alg}
-        self.policy, self.operators = policy, operators
+        self.policy, self.operators, self.recompute = policy, operators, recompute
         self.precision = spec.precision if policy is None else policy.engine
         self.bpv = spec.bytes_per_value if policy is None else policy.value_bytes
         tp, ep = layout.tp, layout.ep
-        per_chunk = spec.layers // layout.pp // vp
+        if split is None:
+            split = split_layers(spec.layers, layout.pp, vp)
         self.orders = [order_of(layout.pp, m, p) for p in range(layout.pp)]
         if vp == 1:
             self.orders = [[(pas, mb, 0) for pas, mb in order] for order in self.orders]
@@ -278,7 +293,7 @@ class _Builder(GradientSync):
                 virtual = c * layout.pp + p
                 if virtual == 0:
                     units.append(("emb", fold(ops.embedding_operators(spec, tokens, tp=tp, **side_extra)), "embedding"))
-                for layer in range(virtual * per_chunk, (virtual + 1) * per_chunk):
+                for layer in split.layers(p, c):
                     block = ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_extra)
                     cost = block_cost(block, recompute) if recompute != "none" else block_cost(block)
                     units.append((f"L{layer}", cost, "block"))
@@ -444,9 +459,16 @@ class _Builder(GradientSync):
 
         unit_activation: dict[str, float] = {}
         unit_state: dict[str, float] = {}
+        megatron = policy is not None and not policy.legacy  # bf16/fp8: Megatron-Core + TE's bytes (memory.py)
         for unit, cost, _ in units:
             unit_activation[unit] = cost.activation_bytes
-            if policy is None:
+            if megatron:
+                w, g, o, a = unit_memory(
+                    cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep, tp=lay.tp,
+                    sequence_parallel=self.sp, recompute=self.recompute,
+                )  # fmt: skip
+                state, unit_activation[unit] = w + g + o, a
+            elif policy is None:
                 state = state_bytes(cost.params, self.bpv, self.zero, self.full_replicas)
                 if isinstance(cost, UnitCost) and cost.expert_params:
                     state += state_bytes(cost.expert_params, self.bpv, self.zero, self.full_replicas // lay.ep)

@@ -69,7 +69,7 @@ class TrainingWorkload:
     def layout_data(self, topology: Any) -> LayoutData:
         """This run's layout on ``topology`` (checked: raises a one-line HcsimError) and its collectives' choices."""
         layout = self.full_layout(len(topology.xpus()))
-        layout.check(len(topology.xpus()), self.spec)
+        layout.check(len(topology.xpus()), self.spec, self.options.get("pipeline_split"))
         o = self.options
         return LayoutData(
             layout, mapping=o.get("mapping"), zero=o.get("zero", 0),

@@ -14,7 +14,11 @@ parallelism is carved out of data parallelism (Megatron-Core): the EP group of r
     >>> grid.tp_group(0, 1), grid.dp_group(1, 0), grid.stage_ranks(1, 1)
     (['x2', 'x3'], ['x2', 'x6'], ['x6', 'x7'])
 
-Guide: docs/parallelism.md, "Layout and rank mapping".
+:func:`pipeline_split` places the decoder layers on the ``pp x vp`` virtual stages: even,
+or by Megatron-Core's uneven options (embedding/loss counted as layers, or first/last
+stage layer counts); invariant: every layer on exactly one virtual stage, in order.
+
+Guide: docs/parallelism.md, "Layout and rank mapping"; docs/training-features.md, "Uneven pipeline stages".
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 
-__all__ = ["DEFAULT_ORDER", "Layout", "RankGrid"]
+__all__ = ["DEFAULT_ORDER", "PIPELINE_SPLITS", "Layout", "PipelineSplit", "RankGrid", "pipeline_split"]
 
 DIMENSIONS = ("dp", "tp", "pp", "ep", "cp", "vp")
 DEFAULT_ORDER = ("tp", "pp", "dp")  # innermost first
@@ -94,8 +98,12 @@ class Layout:
             values["dp"] = xpus // rest
         return cls(**values)
 
-    def check(self, xpus: int, spec: Any | None = None) -> None:
-        """One-line errors for a layout that cannot run ``spec`` (a TransformerSpec) on ``xpus`` XPUs."""
+    def check(self, xpus: int, spec: Any | None = None, split: Any = None) -> None:
+        """One-line errors for a layout that cannot run ``spec`` (a TransformerSpec) on ``xpus`` XPUs.
+
+        ``split``: the pipeline split (:func:`pipeline_split`; default: even when the layers
+        divide ``pp x vp``, else the embedding/loss accounting when that divides).
+        """
         if self.ranks != xpus:
             what = "dp x tp x pp x cp" if self.cp > 1 else "dp x tp x pp"
             raise HcsimError(
@@ -116,16 +124,7 @@ class Layout:
                 f"layout {self}: {spec.name} has {spec.heads} attention heads, not divisible by tp={self.tp} "
                 f"(valid: tp dividing {spec.heads})"
             )
-        if spec.layers % self.pp:
-            raise HcsimError(
-                f"layout {self}: {spec.name} has {spec.layers} layers, not divisible by pp={self.pp} "
-                f"(valid: pp dividing {spec.layers})"
-            )
-        if (spec.layers // self.pp) % self.vp:
-            raise HcsimError(
-                f"layout {self}: {spec.layers // self.pp} layers per stage of {spec.name} are not divisible by "
-                f"vp={self.vp} (valid: vp dividing the layers per stage)"
-            )
+        pipeline_split(spec.layers, self.pp, self.vp, split, what=f"layout {self}: {spec.name}")
         experts = getattr(spec, "experts", 0)
         if self.ep > 1 and not experts:
             raise HcsimError(f"layout {self}: {spec.name} is a dense model, ep={self.ep} needs a mixture of experts")
@@ -134,6 +133,148 @@ class Layout:
                 f"layout {self}: {spec.name} has {experts} experts, not divisible by ep={self.ep} "
                 f"(valid: ep dividing {experts})"
             )
+
+
+#: the named pipeline splits (an explicit one is a ``(first, last)`` pair of layer counts, either may be None)
+PIPELINE_SPLITS = ("even", "account_embedding", "account_loss", "account_embedding_loss")
+
+
+@dataclass(frozen=True)
+class PipelineSplit:
+    """Decoder layers per virtual stage ``v = chunk * pp + stage`` (``counts[v]``), and how they were chosen.
+
+    ``name``: "even", one of the ``account_*`` names of :data:`PIPELINE_SPLITS`, or "first_last"
+    (explicit first/last stage layer counts, ``first`` and ``last``).
+    """
+
+    name: str
+    pp: int
+    vp: int
+    counts: tuple[int, ...]
+    first: int | None = None
+    last: int | None = None
+
+    @property
+    def even(self) -> bool:
+        return self.name == "even"
+
+    def layers(self, stage: int, chunk: int) -> range:
+        """The global layer indices of chunk ``chunk`` of stage ``stage`` (virtual stage ``chunk * pp + stage``)."""
+        v = chunk * self.pp + stage
+        start = sum(self.counts[:v])
+        return range(start, start + self.counts[v])
+
+    def stage_layers(self, stage: int) -> int:
+        """Decoder layers stage ``stage`` holds over its chunks."""
+        return sum(self.counts[c * self.pp + stage] for c in range(self.vp))
+
+    def describe(self) -> str:
+        """One line: the split and the layers of each stage (per chunk when they differ)."""
+        what = {
+            "even": "even",
+            "account_embedding": "the embedding counted as one layer (Megatron-Core "
+            "account_for_embedding_in_pipeline_split)",
+            "account_loss": "the loss counted as one layer (Megatron-Core account_for_loss_in_pipeline_split)",
+            "account_embedding_loss": "the embedding and the loss each counted as one layer (Megatron-Core "
+            "account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split)",
+            "first_last": f"first stage {self.first if self.first is not None else 'even'}, last stage "
+            f"{self.last if self.last is not None else 'even'} (Megatron-Core num_layers_in_first/last_pipeline_stage)",
+        }[self.name]
+        stages = ", ".join(str(self.stage_layers(p)) for p in range(self.pp))
+        text = f"pipeline split: {what}; decoder layers per stage {stages}"
+        if self.vp > 1:
+            common = max(set(self.counts), key=self.counts.count)
+            odd = [f"{n} on virtual stage {v}" for v, n in enumerate(self.counts) if n != common]
+            text += f"; per virtual stage {common}" + (f" ({', '.join(odd)})" if odd else "")
+        return text
+
+
+def _valid_splits(layers: int) -> str:
+    """What would be valid for ``layers`` decoder layers (for a one-line error)."""
+    return (
+        f"pp x vp dividing {layers} (even), or dividing {layers + 2} (the embedding and the loss each counted as a "
+        "layer, as Megatron-Core's account_for_embedding/loss_in_pipeline_split), or explicit first/last stage "
+        "layer counts"
+    )
+
+
+def pipeline_split(layers: int, pp: int, vp: int = 1, split: Any = None, *, what: str = "model") -> PipelineSplit:
+    """Which layers each virtual stage holds (module docstring); a one-line error naming what is valid.
+
+    ``split``: None (automatic: even when ``pp x vp`` divides ``layers``, else the embedding
+    and the loss counted as one layer each when ``pp x vp`` divides ``layers + 2``), a name
+    of :data:`PIPELINE_SPLITS`, or ``(first, last)``: the decoder layers of the first and the
+    last stage (either may be None: even with the rest), as Megatron-Core's
+    ``num_layers_in_first_pipeline_stage`` / ``num_layers_in_last_pipeline_stage``.
+    """
+    n = pp * vp
+    if split is None:
+        if layers % n == 0:
+            split = "even"
+        elif (layers + 2) % n == 0 and (layers + 2) // n >= 1:
+            split = "account_embedding_loss"
+        else:
+            by = f"pp={pp}" if vp == 1 else f"pp x vp = {pp} x {vp} = {n}"
+            raise HcsimError(f"{what} has {layers} layers, not divisible by {by} (valid: {_valid_splits(layers)})")
+    if isinstance(split, str):
+        if split not in PIPELINE_SPLITS:
+            raise HcsimError(
+                f"pipeline split {split!r} is unknown (valid: {', '.join(PIPELINE_SPLITS)}, or (first, last) layers)"
+            )
+        embedding = split in ("account_embedding", "account_embedding_loss")
+        loss = split in ("account_loss", "account_embedding_loss")
+        total = layers + embedding + loss
+        counts = [total // n] * n
+        if embedding:
+            counts[0] -= 1
+        if loss:
+            counts[-1] -= 1
+        if total % n or min(counts) < 0:
+            raise HcsimError(
+                f"{what} has {layers} layers: pipeline split {split} needs pp x vp = {pp} x {vp} = {n} dividing "
+                f"{total} (valid: {_valid_splits(layers)})"
+            )
+        return PipelineSplit(split, pp, vp, tuple(counts))
+    return _first_last(layers, pp, vp, split, what)
+
+
+def _first_last(layers: int, pp: int, vp: int, split: Any, what: str) -> PipelineSplit:
+    """Megatron-Core's uneven first/last stages (``transformer_config.py``'s checks, one line each)."""
+    try:
+        first, last = split
+    except (TypeError, ValueError):
+        first = last = "?"
+    bad = [x for x in (first, last) if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 1)]
+    if bad or (first is None and last is None):
+        raise HcsimError(
+            f"pipeline split {split!r} is invalid (valid: {', '.join(PIPELINE_SPLITS)}, or (first, last): the "
+            "decoder layers of the first and last stage, integers >= 1, either may be None)"
+        )
+    if pp < 2:
+        raise HcsimError(f"pipeline split (first, last) = {split!r} needs pipeline parallelism (valid: pp >= 2)")
+    middle, stages = layers, pp
+    for end, count in (("first", first), ("last", last)):
+        if count is None:
+            continue
+        if count % vp:
+            raise HcsimError(
+                f"{what}: {count} layers on the {end} stage are not divisible by vp={vp} (valid: a multiple of {vp})"
+            )
+        middle -= count
+        stages -= 1
+    if middle < 0 or bool(middle) != bool(stages) or (stages and (middle % stages or (middle // stages) % vp)):
+        raise HcsimError(
+            f"{what} has {layers} layers: first={first}, last={last} leave {max(middle, 0)} for {stages} middle "
+            f"stages (valid: a remainder divisible by the middle stages, {stages}, and by vp={vp} per stage)"
+        )
+    per_middle = middle // stages if stages else 0
+    per_stage = [per_middle] * pp
+    if first is not None:
+        per_stage[0] = first
+    if last is not None:
+        per_stage[-1] = last
+    counts = tuple(per_stage[v % pp] // vp for v in range(pp * vp))
+    return PipelineSplit("first_last", pp, vp, counts, first, last)
 
 
 def _order(mapping: str | Sequence[str]) -> tuple[str, ...]:

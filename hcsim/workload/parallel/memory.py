@@ -1,26 +1,47 @@
 """Whether a training layout fits in device memory: per-rank bytes, and a one-line error when it does not.
 
 :func:`training_memory` adds up, per pipeline stage (every TP, CP and DP rank of a stage
-holds the same), what :func:`~hcsim.workload.parallel.training_graph` puts in its compute
-vertices' ``footprint``: the units' weights, gradients and optimizer state (by precision
-and ZeRO stage, :mod:`hcsim.workload.models.precision`) and their kept activations times
-the microbatches the schedule keeps in flight (per model chunk with ``vp``), after
-recomputation. With sequence parallelism the norms' saved inputs are split ``tp`` ways
-(Korthikanti et al. 2022). :func:`check_fits` turns the largest into a one-line
-:class:`~hcsim.errors.HcsimError` naming the rank, the need and the capacity, unless a
-spill is allowed. Pure functions: the engine's placement decides what a spill costs.
+holds the same), what one rank of Megatron-Core + Transformer Engine (TE) keeps during
+an iteration: the units' weights, gradients and optimizer state (by precision and ZeRO
+stage, :mod:`hcsim.workload.models.precision`; the fp8 weight copies on TE's linear
+layers only) and the activations each operator saves for its backward, times the
+microbatches the schedule keeps in flight per model chunk (``vp``), after recomputation.
+Every byte count cites its source (:func:`kept_activation_bytes`; docs/training-features.md,
+"Memory in HBM"). The layers of each stage follow the pipeline split
+(:func:`hcsim.workload.parallel.layout.pipeline_split`). :func:`check_fits` turns the
+largest into a one-line :class:`~hcsim.errors.HcsimError` naming the rank, the need and
+the capacity, unless a spill is allowed. Pure functions: the engine's placement decides
+what a spill costs. Not counted (no public per-byte source): the CUDA context, NCCL and
+TE workspaces, allocator fragmentation, dropout masks (the presets have no dropout).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from hcsim.errors import HcsimError
-from hcsim.workload.parallel.layout import Layout
+from hcsim.workload.parallel.layout import Layout, pipeline_split
 
-__all__ = ["StageMemory", "check_fits", "training_memory"]
+__all__ = [
+    "COLUMN_PARALLEL",
+    "StageMemory",
+    "check_fits",
+    "kept_activation_bytes",
+    "te_linear",
+    "training_memory",
+    "unit_memory",
+]
+
+#: column-parallel linear layers: with sequence parallelism their input arrives sequence-sharded and is
+#: all-gathered for the GEMM; only the local shard is saved and the all-gather is redone in the backward
+#: (Korthikanti et al. 2022, arXiv 2205.05198, §4.2.2 and Table 2: 34·sbh/t with SP + selective;
+#: Megatron-LM megatron/core/tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication:
+#: ``ctx.save_for_backward(input, weight)`` of the local input, all-gathered again in ``backward``;
+#: TransformerEngine transformer_engine/pytorch/module/linear.py: "inputmat = inp  # Input tensor to
+#: save for backward (maybe sharded)")
+COLUMN_PARALLEL = ("attn.qkv", "mlp.up", "moe.shared.up", "head.lm")
 
 
 @dataclass(frozen=True)
@@ -32,10 +53,52 @@ class StageMemory:
     grads: float
     optimizer: float
     activations: float  # kept for the backward pass, at the schedule's peak
+    layers: int = 0  # decoder layers the stage holds (over its model chunks)
 
     @property
     def total(self) -> float:
         return self.weights + self.grads + self.optimizer + self.activations
+
+
+def te_linear(op: Any) -> bool:
+    """Whether ``op`` is one of Transformer Engine's linear layers in Megatron-Core's GPT layer spec.
+
+    ``linear_qkv``/``linear_fc1`` (TELayerNormColumnParallelLinear), ``linear_proj``/``linear_fc2``
+    (TERowParallelLinear) and the grouped experts (Megatron-LM megatron/core/models/gpt/gpt_layer_specs.py);
+    not the output layer (``tensor_parallel.ColumnParallelLinear``, gpt_model.py), the router, the
+    embedding or the norms.
+    """
+    return op.kind in ("linear", "experts") and not op.name.startswith("head.")
+
+
+def kept_activation_bytes(op: Any, *, tp: int, sequence_parallel: bool, policy: Any) -> float:
+    """Bytes ``op`` keeps for its backward on one rank and microbatch, as Megatron-Core + TE keep them.
+
+    From the operator's saved input (:func:`hcsim.workload.models.ops.block_operators`):
+
+    * **sequence parallelism** (``tp > 1``): norms and column-parallel linear layers keep the
+      sequence shard, ``1/tp`` (:data:`COLUMN_PARALLEL`; Korthikanti et al. 2022 §4.2.2).
+    * **fp8** (TE linear layers, :func:`te_linear`): the input is saved quantized, one of its
+      row-/column-wise copies, 1 byte per value (TE linear.py: ``inputmat = input_quantizer(inputmat)``,
+      then "Discard row-wise data since it is not needed in backward pass"; the same in
+      layernorm_linear.py for the norm's output). The grouped experts keep their count.
+    * **the output projection's input** is the attention core's output, which the core
+      (FlashAttention / cuDNN fused attention) already saves with Q, K, V and the softmax
+      statistics (TE attention/dot_product_attention/backends.py: ``save_for_backward(*fp8_tensors,
+      *f16_tensors, ..., *aux_ctx_tensors)`` with ``out``); at 16 bits TE's Linear keeps that same
+      tensor (``cast_if_needed`` makes no copy), so it counts once; under fp8 its quantized copy (1 B) is extra.
+    """
+    kept = float(op.activation_bytes)
+    if not kept:
+        return 0.0
+    if sequence_parallel and tp > 1 and (op.kind == "norm" or op.name in COLUMN_PARALLEL):
+        kept /= tp
+    fp8 = policy is not None and policy.operand_bytes < policy.value_bytes
+    if fp8 and op.kind == "linear" and te_linear(op):
+        kept *= policy.operand_bytes / policy.value_bytes
+    elif op.name == "attn.out":
+        kept = 0.0  # the attention core's saved output, the same tensor
+    return kept
 
 
 def training_memory(
@@ -51,62 +114,113 @@ def training_memory(
     recompute: str = "none",
     sequence_parallel: bool = False,
     xpus: int | None = None,
+    grad_reduce_in_fp32: bool = True,
+    fp8_param_gather: bool = False,
+    pipeline_split: Any = None,
 ) -> list[StageMemory]:
-    """Per pipeline stage, what one of its ranks holds (see the module docstring); ``xpus`` fills a missing dp."""
+    """Per pipeline stage, what one of its ranks holds (see the module docstring); ``xpus`` fills a missing dp.
+
+    ``grad_reduce_in_fp32``, ``fp8_param_gather``: as :func:`~hcsim.workload.models.precision.training_precision`
+    (the main-gradient buffer's width follows the first); ``pipeline_split``: as
+    :func:`~hcsim.workload.parallel.training_graph`.
+    """
     from hcsim.workload.models import ops as model_ops
     from hcsim.workload.models.precision import training_precision
-    from hcsim.workload.parallel.costs import block_cost, fold
+    from hcsim.workload.parallel.costs import RECOMPUTE, block_cost, fold
     from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
+    if recompute not in RECOMPUTE:
+        raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
     if isinstance(layout, str):
         layout = Layout.parse(layout, xpus)
-    layout.check(layout.ranks, spec)
-    policy = training_precision(precision or spec.precision)  # the spec's own: as the graph's footprints
+    layout.check(layout.ranks, spec, pipeline_split)
+    split = _split(spec.layers, layout, pipeline_split)
+    name = precision or spec.precision  # the spec's own: as the graph's footprints
+    policy = training_precision(name, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather)
     seq = spec.sequence if sequence is None else sequence
     m = microbatches if microbatches is not None else (2 * layout.pp if layout.pp > 1 else 1)
     tp, pp, cp, vp, ep = layout.tp, layout.pp, layout.cp, layout.vp, layout.ep
-    tokens = micro_batch * seq // cp
+    tokens = micro_batch * seq // cp  # context parallelism: each rank holds 1/cp of every sequence
     kw: dict[str, Any] = {"precision": policy} if precision is not None else {}
     block_kw = dict(kw)
     if cp > 1 or seq != min(spec.sequence, micro_batch * seq):
         block_kw.update(context=seq, sequences=micro_batch)
-    per_chunk = spec.layers // pp // vp
-    replicas = layout.replicas
+    # the distributed optimizer shards over dp x cp (Megatron-Core's dp_cp group: Layout.replicas)
+    where = {"zero": zero, "replicas": layout.replicas, "ep": ep, "tp": tp, "sequence_parallel": sequence_parallel}
     out: list[StageMemory] = []
     for p in range(pp):
         if vp > 1:
             order: Sequence[Any] = interleaved_1f1b(pp, m, p, vp)
         else:
             order = [(k, i, 0) for k, i in schedule(schedule_name)(pp, m, p)]
-        weights = grads = optimizer = activations = 0.0
+        totals = [0.0, 0.0, 0.0, 0.0]
         kept_of = in_flight_by_chunk(list(order), vp)
         for c in range(vp):
-            kept = kept_of[c]
             virtual = c * pp + p
-            units: list[tuple[Any, int]] = []  # (operators' fold, expert parameters)
+            units: list[Any] = []  # as the graph folds them (builder.py)
             if virtual == 0:
-                units.append((fold(model_ops.embedding_operators(spec, tokens, tp=tp, **kw)), 0))
-            for layer in range(virtual * per_chunk, (virtual + 1) * per_chunk):
+                units.append(fold(model_ops.embedding_operators(spec, tokens, tp=tp, **kw)))
+            for layer in split.layers(p, c):
                 block = model_ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_kw)
-                if sequence_parallel and tp > 1:
-                    block = [replace(o, activation_bytes=o.activation_bytes / tp) if o.kind == "norm" else o
-                             for o in block]  # fmt: skip
-                cost = block_cost(block, recompute)
-                units.append((cost, cost.expert_params))
+                units.append(block_cost(block, recompute))
             if virtual == pp * vp - 1:
-                units.append((fold(model_ops.head_operators(spec, tokens, tp=tp, **kw)), 0))
-            for cost, expert in units:
-                dense = cost.params
-                for n, shards in ((dense, replicas), (expert, replicas // ep)):
-                    if not n:
-                        continue
-                    w, g, o = policy.state_split(zero, shards)
-                    weights += n * w
-                    grads += n * g
-                    optimizer += n * o
-                activations += cost.activation_bytes * kept
-        out.append(StageMemory(p, weights, grads, optimizer, activations))
+                units.append(fold(model_ops.head_operators(spec, tokens, tp=tp, **kw)))
+            for unit in units:
+                w, g, o, a = unit_memory(unit, policy, recompute=recompute, **where)
+                for i, v in enumerate((w, g, o, a * kept_of[c])):
+                    totals[i] += v
+        out.append(StageMemory(p, *totals, layers=split.stage_layers(p)))
     return out
+
+
+def unit_memory(
+    unit: Any,
+    policy: Any,
+    *,
+    zero: int,
+    replicas: int,
+    ep: int = 1,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> tuple[float, float, float, float]:
+    """(weights, gradients, optimizer state, activations of one microbatch) of one unit on one rank.
+
+    ``unit``: a block's :class:`~hcsim.workload.parallel.costs.UnitCost` (after ``recompute``) or the
+    embedding's / head's :class:`~hcsim.workload.parallel.costs.Part`. Under bf16 and fp8 (Megatron-Core +
+    TE) each operator's parameters and kept bytes are counted as :func:`te_linear` and
+    :func:`kept_activation_bytes` say; under fp16 and fp32 (hcsim's accounting before issue 24) every
+    parameter has the policy's bytes and the part's activations are kept, the norms' split ``tp``
+    ways with sequence parallelism.
+    """
+    from hcsim.workload.parallel.costs import Part
+
+    parts = [unit] if isinstance(unit, Part) else [p for p in (unit.attention, unit.mlp, unit.experts) if p]
+    ops = [o for part in parts for o, _ in part.fwd_ops]
+    sp = sequence_parallel and tp > 1
+    megatron = not policy.legacy
+    weights = grads = optimizer = 0.0
+    for o in ops:
+        shards = replicas // ep if o.kind == "experts" else replicas
+        w, g, s = policy.state_split(zero, shards, te_linear=te_linear(o) if megatron else True)
+        weights += o.params * w
+        grads += o.params * g
+        optimizer += o.params * s
+    if megatron:
+        kept = [kept_activation_bytes(o, tp=tp, sequence_parallel=sequence_parallel, policy=policy) for o in ops]
+    elif isinstance(unit, Part):
+        kept = [o.activation_bytes for o in ops]
+    else:
+        kept = [o.activation_bytes / (tp if sp and o.kind == "norm" else 1) for o in ops]
+    if recompute == "full" and not isinstance(unit, Part):
+        activations = kept[0] if kept else 0.0  # only the block's input stays (norm1's saved input)
+    else:
+        activations = float(sum(kept))  # selective: a FlashAttention core keeps no score matrix to drop
+    return weights, grads, optimizer, activations
+
+
+def _split(layers: int, layout: Layout, split: Any) -> Any:
+    return pipeline_split(layers, layout.pp, layout.vp, split)
 
 
 def check_fits(
