@@ -25,6 +25,7 @@ from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.cli.platform import build_topology
 from hcsim.collectives import algorithm
+from hcsim.collectives.algorithms.nccl_rings import calibrated_name
 from hcsim.engine import report
 from hcsim.engine.memory import all_local, fill_local_first
 from hcsim.errors import HcsimError
@@ -295,6 +296,9 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     calibrated = {}
     if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
         calibrated["calibration"] = calib
+    # collectives: NCCL's rings under the calibration (docs/collectives.md), the ideal ring otherwise
+    default = calibrated_name(args.calibration) if calib is not None else "ring"
+    args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default
     extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
     # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
     return TrainingWorkload(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 
 import hcsim.collectives.algorithms  # noqa: F401 - registers the library (before any lookup)
+from hcsim.collectives.algorithms.nccl_rings import register_calibrated
 from hcsim.collectives.check import check_schedule
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.schedule import Schedule
@@ -30,7 +31,9 @@ from hcsim.collectives.table import KINDS, TABLE, Algorithm, register
 from hcsim.collectives.view import TopologyView
 from hcsim.errors import HcsimError
 
-__all__ = ["KINDS", "Algorithm", "algorithm", "build_plan", "build_schedule", "describe", "names", "register"]
+__all__ = [
+    "KINDS", "Algorithm", "algorithm", "build_plan", "build_schedule", "describe", "for_kind", "names", "register",
+]  # fmt: skip
 
 
 def names(kind: str) -> tuple[str, ...]:
@@ -45,6 +48,9 @@ def algorithm(kind: str, name: str) -> Algorithm:
     found = TABLE[kind].get(name)
     if found is not None:
         return found
+    if isinstance(name, str) and name.startswith("nccl") and kind in ("allreduce", "reduce_scatter", "allgather"):
+        if register_calibrated(name):  # NCCL's rings (nccl, nccl@CALIBRATION), registered on first use
+            return TABLE[kind].lookup(name)
     if isinstance(name, str) and ":" in name:
         module, _, attr = name.partition(":")
         try:
@@ -60,6 +66,22 @@ def algorithm(kind: str, name: str) -> Algorithm:
 
         return read_msccl(name, kind)
     raise TABLE[kind].unknown(name)
+
+
+def for_kind(kind: str, name: str) -> str | None:
+    """``name`` if a registered algorithm of that name exists for ``kind`` (``nccl@...`` included), else None.
+
+    A layout names one gradient (or TP) algorithm; its reduce-scatter and allgather use the
+    algorithm of that name where the library has one for their kind, else the kind's default.
+
+        >>> for_kind("reduce_scatter", "ring"), for_kind("reduce_scatter", "coherent_ring")
+        ('ring', None)
+    """
+    if name in TABLE[kind]:
+        return name
+    if isinstance(name, str) and name.startswith("nccl") and register_calibrated(name):
+        return name if name in TABLE[kind] else None
+    return None
 
 
 def build_schedule(

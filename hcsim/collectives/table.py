@@ -32,7 +32,10 @@ class Algorithm:
     ``build`` makes its schedule; ``plan`` (built-in rings and chains only) makes the
     engine's flow plan directly and may stand for a larger ``group`` of ranks (a folded
     run) or list one step only (``compact``, for the memoized strategy); ``ring``
-    marks the step-synchronous rings :mod:`hcsim.fast.ring_steps` can run.
+    marks the step-synchronous rings :mod:`hcsim.fast.ring_steps` can run; ``shared_steps``
+    lets it skip a ring's steps from its first when a ring of the same flows and chunk
+    was measured alone on quiet links before (rings whose steps' flows share links:
+    NCCL's channels).
     """
 
     kind: str
@@ -42,6 +45,7 @@ class Algorithm:
     ring: bool = False
     coherent: bool = False  # relies on coherent memory (see the algorithm's docstring)
     builtin: bool = False  # part of hcsim's library (checked by its tests, not at every run)
+    shared_steps: bool = False  # ring steps measured alone may stand for other vertices' (hcsim.fast.ring_steps)
 
     @property
     def doc(self) -> str:
@@ -57,17 +61,18 @@ TABLE: dict[str, Registry[Algorithm]] = {
 
 def register(
     kind: str, name: str | None = None, *, coherent: bool = False, plan: Callable[..., FlowPlan] | None = None,
-    ring: bool = False, default: bool = False,
+    ring: bool = False, default: bool = False, shared_steps: bool = False,
 ) -> Callable[[AlgorithmFn], AlgorithmFn]:  # fmt: skip
     """Decorator: register ``fn(ranks, nbytes, view) -> Schedule`` as algorithm ``name`` of ``kind``
-    (``default=True``: the kind's default from now on)."""
+    (``default=True``: the kind's default from now on; ``shared_steps``: see :class:`Algorithm`)."""
     if kind not in KINDS:
         raise HcsimError(f"kind {kind!r} is unknown (valid: {', '.join(KINDS)})")
 
     def wrap(fn: AlgorithmFn) -> AlgorithmFn:
         key = name or fn.__name__
         builtin = fn.__module__.startswith("hcsim.collectives.algorithms")
-        TABLE[kind].register(key, Algorithm(kind, key, fn, plan, ring, coherent, builtin), default=default)
+        alg = Algorithm(kind, key, fn, plan, ring, coherent, builtin, shared_steps)
+        TABLE[kind].register(key, alg, default=default)
         return fn
 
     return wrap

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hcsim.collectives import TopologyView
-from hcsim.collectives.registry import algorithm, build_plan
+from hcsim.collectives.registry import algorithm, build_plan, for_kind
 from hcsim.errors import HcsimError
 from hcsim.fast.symmetry import UnitRing
 from hcsim.workload.graph import ALGORITHMS
@@ -118,7 +118,7 @@ def layout_units(
                 if tp > 1:
                     pre, post = TP_PATTERNS[sequence_parallel]
                     for kind in (k for k in (pre, post) if k):
-                        alg = tp_algorithm if kind == "allreduce" else _default(kind)
+                        alg = tp_algorithm if kind == "allreduce" else for_kind(kind, tp_algorithm) or _default(kind)
                         found += [("tp", index[a], index[b]) for a, b in pairs(kind, alg, grid.tp_group(d, p), "TP")]
                 if p + 1 < pp:
                     for t in range(tp):
@@ -160,7 +160,7 @@ def layout_units(
     if dp > 1:
         kinds = list(DP_SYNC[zero]) + (["allgather"] if zero == 3 else [])
         for kind in kinds:
-            alg = dp_algorithm if kind == "allreduce" else _default(kind)
+            alg = dp_algorithm if kind == "allreduce" else for_kind(kind, dp_algorithm) or _default(kind)
             if not algorithm(kind, alg).ring:
                 raise HcsimError(
                     f"layout {layout} cannot be folded: the data-parallel {kind} algorithm {alg!r} is not a ring "

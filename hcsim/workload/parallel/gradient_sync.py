@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hcsim.collectives.registry import for_kind
 from hcsim.workload.parallel.comms import DP_SYNC
 from hcsim.workload.parallel.costs import UnitCost
 
@@ -89,7 +90,7 @@ class GradientSync:
                             prev += sorted({stream_last[d] for d in replicas if d in stream_last})
                             for kind in kinds:
                                 vertex = f"{base}.{kind}"
-                                alg = self.algorithms["dp"] if kind == "allreduce" else None
+                                alg = self.algorithms["dp"] if kind == "allreduce" else for_kind(kind, self.algorithms["dp"])
                                 nb = gather_bytes if kind == "allgather" else grad_bytes
                                 self._comm(vertex, nb, kind, scope, alg, phase="dp", **stands)
                                 if kind == "allgather" and self.gather_forward:
