@@ -96,7 +96,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.collectives.algorithms.pairwise", "pairwise-exchange all-to-all"),
             ("hcsim.collectives.algorithms.shared_memory", "CXL shared-memory allreduce (coherent systems)"),
             ("hcsim.collectives.algorithms.topology_ring", "rings in topology order (NCCL-like)"),
-            ("hcsim.collectives.algorithms.nccl_rings", "NCCL's multi-channel rings on rails; NCCL's latency, protocol"),
+            ("hcsim.collectives.algorithms.nccl_rings", "NCCL's rings: channels on rails, NCCL's latency"),
             ("hcsim.collectives.algorithms.tree", "binary-tree broadcast and reduce, NCCL's double binary tree"),
         ),
     ),

@@ -62,6 +62,7 @@ class GradientSync:
             return
         lay, grid = self.layout, self.grid
         kinds = DP_SYNC[self.zero]
+        dp = self.algorithms["dp"]  # also its reduce-scatter and allgather where it has them (for_kind)
         for p in range(lay.pp):
             for t in range(lay.tp):
                 gathers_f: list[str] = []
@@ -90,7 +91,7 @@ class GradientSync:
                             prev += sorted({stream_last[d] for d in replicas if d in stream_last})
                             for kind in kinds:
                                 vertex = f"{base}.{kind}"
-                                alg = self.algorithms["dp"] if kind == "allreduce" else for_kind(kind, self.algorithms["dp"])
+                                alg = dp if kind == "allreduce" else for_kind(kind, dp)
                                 nb = gather_bytes if kind == "allgather" else grad_bytes
                                 self._comm(vertex, nb, kind, scope, alg, phase="dp", **stands)
                                 if kind == "allgather" and self.gather_forward:
