@@ -113,6 +113,10 @@ def test_plans_rotate_channels_and_fall_back_to_one_ring() -> None:
     )
     with pytest.raises(HcsimError, match="cannot stand for 64 ranks"):
         nccl_plan("allreduce", "nccl", ranks[:6], 8e6, group=64, view=view)
+    # one rank per node (rails): a folded ring of them stands for a longer one, as the ring's fold
+    assert vars(nccl_plan("allreduce", "nccl", rails[:2], 8e6, group=4, view=view2)) == vars(
+        build_plan("allreduce", "ring", rails[:2], 8e6, view2, group=4)
+    )
 
 
 def test_registered_on_use_for_every_ring_kind() -> None:
@@ -137,6 +141,16 @@ def test_calibrated_protocol_and_latency_are_nccls() -> None:
     assert nccl_cost("nccl@dgx-h100", "allreduce", ranks, 1024, view)[0] == 2.0  # LL for small messages
     assert nccl_cost("nccl@dgx-h100", "allreduce", ranks, 1 << 30, view)[0] == 1.0  # Simple for large ones
     assert nccl_cost("nccl", "allreduce", ranks, 1 << 30, view) == (1.0, 0.0)
+    # a folded scope: two kept nodes of 8 standing for 4 nodes, half a node standing for the node
+    four, view4 = grid_view(4, 8)
+    for size in (1024, 1 << 30):
+        assert nccl_cost("nccl@dgx-h100", "allreduce", ranks, size, view, group=32) == nccl_cost(
+            "nccl@dgx-h100", "allreduce", four, size, view4
+        )
+        node, view1 = grid_view(1, 8)
+        assert nccl_cost("nccl@dgx-h100", "reduce_scatter", node[:4], size, view1, group=8) == nccl_cost(
+            "nccl@dgx-h100", "reduce_scatter", node, size, view1
+        )
 
 
 # ------------------------------------------------------------------ in SimGrid

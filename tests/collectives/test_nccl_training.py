@@ -2,8 +2,8 @@
 
 ``hcsim run --calibration dgx-h100`` makes ``nccl@dgx-h100`` the data- and tensor-parallel
 algorithm (reduce-scatter and allgather included); a ``--dp-algorithm`` given is kept; the
-fast path (memoized ring steps; the fold refuses these rings and runs every XPU) matches
-the exact engine.
+fast paths match the exact engine: memoized ring steps (also from a ring's first step), and
+the fold of a layout whose units are whole nodes (hcsim.fast.units).
 """
 
 from __future__ import annotations
@@ -55,7 +55,33 @@ def test_fast_matches_exact_on_a_training_iteration() -> None:
     """dp=16 on two DGX-H100 nodes: ZeRO-1's reduce-scatter and allgather as NCCL rings across the nodes."""
     topo = dgx_system(16, spec=calibrated_dgx_spec("h100", load_calibration("dgx-h100")))
     exact = simulate_system(topo, _workload(), 1, progress=False)
-    with pytest.warns(FoldRefused, match="not send rank i -> rank i.1"):
+    with pytest.warns(FoldRefused, match="a ring of 2 unit.s. has nothing to fold"):  # units: nodes
         fast = simulate_system(topo, _workload(), 1, fast=True, progress=False)
     assert fast.makespan == pytest.approx(exact.makespan, rel=1e-9)
     assert fast.memoized_flows > 10 * fast.activities  # ring steps skipped, also from a ring's first step
+
+
+def _layout_run(layout: str, gpus: int, fold: bool | None, fast: bool = True):
+    spec = TransformerSpec("tiny", layers=4, hidden=2048, heads=16, kv_heads=16, intermediate=8192, vocab=32000,
+                           sequence=1024)  # fmt: skip
+    work = TrainingWorkload(spec, layout, microbatches=2, zero=1, calibration=load_calibration("dgx-h100"),
+                            sequence_parallel="tp=1" not in layout, dp_algorithm="nccl@dgx-h100",
+                            tp_algorithm="nccl@dgx-h100")  # fmt: skip
+    topo = dgx_system(gpus, spec=calibrated_dgx_spec("h100", load_calibration("dgx-h100")))
+    return simulate_system(topo, work, 1, fast=fast, fold=fold, progress=False)
+
+
+@pytest.mark.parametrize("layout", ["tp=1", "tp=4", "tp=2,pp=2"])
+def test_a_fold_of_whole_nodes_matches_every_xpu(layout: str) -> None:
+    """32 GPUs on 4 nodes: the fold keeps whole nodes (units of one node's replicas) within 1% of every XPU."""
+    folded = _layout_run(layout, 32, None)
+    every = _layout_run(layout, 32, False)
+    assert folded.fold is not None and len(folded.fold.ranks) < 32 and len(folded.fold.ranks) % 8 == 0
+    assert folded.makespan == pytest.approx(every.makespan, rel=0.01)
+
+
+@pytest.mark.slow
+def test_a_fold_of_whole_nodes_matches_the_exact_engine() -> None:
+    folded = _layout_run("tp=1", 32, None)
+    exact = _layout_run("tp=1", 32, False, fast=False)
+    assert folded.makespan == pytest.approx(exact.makespan, rel=0.01)

@@ -75,29 +75,38 @@ def nccl_grid(ranks: list[str], view: TopologyView) -> list[list[str]] | None:
     return nodes
 
 
-def nccl_cost(algorithm: str, kind: str, ranks: list[str], nbytes: float, view: TopologyView) -> tuple[float, float]:
+def nccl_cost(
+    algorithm: str, kind: str, ranks: list[str], nbytes: float, view: TopologyView, group: int | None = None
+) -> tuple[float, float]:
     """(bytes on the wire per byte, fixed latency in seconds) of ``algorithm`` for this call.
 
     ``nccl``: (1, 0). ``nccl@CALIBRATION``: the ring protocol of least time in NCCL's model
     (:func:`hcsim.calibration.nccl.nccl_time`, ties to LL, LL128, Simple in that order) and
-    that model's latency term, for the scope's nodes and ranks per node.
+    that model's latency term, for the scope's ranks per node and nodes (a folded scope
+    standing for ``group`` ranks: as many more nodes of the same size; a scope inside one
+    node: a group inside one node).
     """
     calib = _CALIBRATIONS.get(algorithm)
-    if calib is None or len(ranks) < 2:
+    total = len(ranks) if group is None else group
+    if calib is None or total < 2:
         return 1.0, 0.0
     from hcsim.calibration.nccl import nccl_time
 
-    nodes = view.by_server(list(ranks))
-    per_node = max(len(node) for node in nodes)
+    servers = view.by_server(list(ranks))
+    if len(servers) == 1:  # a scope in one node stands for a group in one node (folds keep whole nodes otherwise)
+        per_node, nodes = total, 1
+    else:
+        per_node = max(len(node) for node in servers)
+        nodes = -(-total // per_node)
     timed = {}
     for p in PROTOCOL_WIRE:  # a protocol the machine does not enable (LL128) is not a candidate
         try:
-            timed[p] = nccl_time(kind, max(1.0, float(nbytes)), per_node * len(nodes), len(nodes), "ring", p, calib)
+            timed[p] = nccl_time(kind, max(1.0, float(nbytes)), per_node * nodes, nodes, "ring", p, calib)
         except HcsimError:
             pass
     if not timed:
         raise HcsimError(
-            f"algorithm {algorithm!r}: NCCL's model has no ring for {kind} over {len(ranks)} ranks on {len(nodes)} "
+            f"algorithm {algorithm!r}: NCCL's model has no ring for {kind} over {total} ranks on {nodes} "
             f"nodes (valid: at most {calib.gpus_per_node} ranks per node)"
         )
     proto = min(timed, key=lambda p: timed[p][0])
@@ -158,10 +167,10 @@ def nccl_plan(
     view = view if view is not None else TopologyView()
     n = len(scope)
     total = n if group is None else group
-    wire, delay = nccl_cost(algorithm, kind, list(scope), nbytes, view)
+    wire, delay = nccl_cost(algorithm, kind, list(scope), nbytes, view, group)
     nodes = nccl_grid(scope, view)
     if nodes is None:
-        if total != n and len(view.by_server(list(scope))) > 1:
+        if total != n and len({len(node) for node in view.by_server(list(scope))}) > 1:
             raise HcsimError(f"algorithm {algorithm!r} cannot stand for {total} ranks with {n} on unequal nodes "
                              "(valid: a fold that keeps whole nodes, or no fold)")  # fmt: skip
         fp = list_order_plan(kind, "ring", view.topology_order(list(scope)), nbytes * wire, group, compact)
