@@ -2,8 +2,8 @@
 
 * every schedule delivers what its kind promises (relayed flows included), on grids of nodes;
 * the plan: channels rotated per node, relays as two hops and a join, one ring inside a node;
-* in SimGrid: an idealised machine (NVLink free, no latency) against the closed form, C = 2g
-  channels on g rails = g x one ring's bandwidth; the calibrated DGX-H100 against NCCL's model
+* in SimGrid: an idealised machine (NVLink free, no latency) against the closed form, C = g
+  channels (NCCL's channel pairs) on g rails = g x one ring's bandwidth; the calibrated DGX-H100 against NCCL's model
   and nccl-tests (the table of docs/calibration.md); the fast path against the exact engine;
   NCCL's latency as the collective's fixed delay.
 """
@@ -21,7 +21,7 @@ from hcsim.calibration import load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.calibration.nccl import nccl_time
 from hcsim.collectives import Schedule, TopologyView, build_plan, build_schedule
-from hcsim.collectives.algorithms.nccl_rings import PROTOCOL_WIRE, nccl_cost, nccl_grid, nccl_plan
+from hcsim.collectives.algorithms.nccl_rings import CHANNELS_PER_RANK, PROTOCOL_WIRE, nccl_cost, nccl_grid, nccl_plan
 from hcsim.collectives.registry import algorithm, for_kind
 from hcsim.errors import HcsimError
 from hcsim.fast import simulate_system
@@ -44,7 +44,7 @@ def test_every_schedule_delivers(nodes: int, per_node: int, kind: str, shuffle: 
     ranks, view = grid_view(nodes, per_node)
     scope = ranks[::-1] if shuffle else ranks  # any order: the rings follow the topology, shards their owners
     s = build_schedule(kind, "nccl", scope, 1e6, view)  # validated and data-checked
-    channels = 2 * per_node
+    channels = CHANNELS_PER_RANK * per_node
     n = nodes * per_node
     steps = 2 * (n - 1) if kind == "allreduce" else n - 1
     assert s.shards == n * channels and s.steps == steps
@@ -93,15 +93,16 @@ def test_relay_plan_and_validation() -> None:
 def test_plans_rotate_channels_and_fall_back_to_one_ring() -> None:
     ranks, view = grid_view(2, 4)
     compact = nccl_plan("allreduce", "nccl", ranks, 8e6, compact=True, view=view)
-    assert compact.steps == 14 and len(compact) == 8 * (8 + 2)  # 8 channels: 8 hops and one relay (2 hops)
-    assert set(compact.size) == {round(8e6 / (8 * 8))} and not any(compact.waits)
-    # channel c enters node n0 on local rank c mod 4 and leaves from local rank c-1, through rank c mod 4
-    starts = [compact.src[k * 10] for k in range(8)]
-    assert starts == [f"n0.gpu{c % 4}" for c in range(8)]
+    c = CHANNELS_PER_RANK * 4
+    assert compact.steps == 14 and len(compact) == c * (8 + 2)  # per channel: 8 hops, one of them relayed (2)
+    assert set(compact.size) == {round(8e6 / (c * 8))} and not any(compact.waits)
+    # channel k enters node n0 on local rank k mod 4 and leaves from local rank k-1, through rank k mod 4
+    starts = [compact.src[k * 10] for k in range(c)]
+    assert starts == [f"n0.gpu{k % 4}" for k in range(c)]
     full = build_plan("allreduce", "nccl", ranks, 8e6, view)
-    assert full.flows == 8 * 14 * 10 and full.joins == 8 * 14 * 2 and full.delay == 0.0
+    assert full.flows == c * 14 * 10 and full.joins == c * 14 * 2 and full.delay == 0.0
     folded = nccl_plan("allreduce", "nccl", ranks, 8e6, group=32, compact=True, view=view)
-    assert folded.steps == 62 and folded.size[0] == round(8e6 / (8 * 32))
+    assert folded.steps == 62 and folded.size[0] == round(8e6 / (c * 32))
     # one node, one rank per node: ring_topo's plan
     one, view1 = grid_view(1, 8)
     assert nccl_grid(one, view1) is None
@@ -165,9 +166,9 @@ def _allreduce(topo, algorithm: str, nbytes: float, fast: bool = False, kind: st
 
 
 def test_idealised_rails_closed_form() -> None:
-    """NVLink free and no latency: C = 2g channels on g rails, each NIC carrying 2, move g x one ring's bandwidth.
+    """NVLink free and no latency: C = g channel pairs on g rails, one per NIC, move g x one ring's bandwidth.
 
-    nccl: 2(N-1) steps of 2 S/(C N) per NIC at B: 2(N-1) S/(g N B); ring (rank order): each node boundary on
+    nccl: 2(N-1) steps of S/(g N) per NIC at B: 2(N-1) S/(g N B); ring (rank order): each node boundary on
     one NIC, 2(N-1) steps of S/N at B.
     """
     spec = with_spec("h100", nvlink_bandwidth=1e18, nvlink_latency=0.0, nic_latency=0.0, switch_latency=0.0,

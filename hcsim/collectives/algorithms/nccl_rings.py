@@ -1,19 +1,22 @@
-"""NCCL's rings on a rail-optimised machine (DGX): C channels, each a ring on its own rail.
+"""NCCL's rings on a rail-optimised machine (DGX): channels, each a ring on its own rail.
 
 ``nccl`` allreduce, reduce-scatter and allgather over M nodes of g ranks each (servers of
-:meth:`TopologyView.by_server`, in :meth:`TopologyView.topology_order`), g >= 2, M >= 2:
-C = 2g channels (NCCL's ring graph on a DGX-H100 finds g rings, one per NIC, and
-duplicates them: 16 channels, ``nccl.channels`` of the calibration), each moving S/C.
-Channel c is a ring over all N = M g ranks whose order inside every node is rotated by
-o = c mod g: it enters a node on local rank o (NIC o), visits the node's ranks over
-NVLink, and leaves from local rank o-1 *relayed* through local rank o, so that it leaves
-on rail o too (NCCL's ``NET n -> GPU a -> ... -> GPU x -> NET n`` with PXN): every NIC
-carries one channel pair each way, and every GPU sends and receives C flows over NVLink.
-A step of a channel moves S/(C N); the steps are the ring's (allreduce 2(N-1),
-reduce-scatter and allgather N-1). On a uniform, contention-free network where a rank's
-C flows share its link of bandwidth B: allreduce 2(N-1)(L + S/(N B)), as one ring that
-owns B; where the channels' hops are disjoint (C rings on C rails) each channel has B to
-itself: C times one ring's bandwidth.
+:meth:`TopologyView.by_server`, in :meth:`TopologyView.topology_order`), g >= 2, M >= 2.
+NCCL's ring graph on a DGX-H100 finds g rings, one per NIC, and duplicates them: 2g = 16
+channels (``nccl.channels`` of the calibration), each moving S/(2g). The two copies of a
+ring cross the same links with the same dependencies, so the flows here run each pair as
+one channel of S/g (:data:`CHANNELS_PER_RANK` = 1: g channels; 2 runs NCCL's 16 flows,
+the same times alone, twice the flows in SimGrid; the pair counts once in max-min sharing
+against other traffic). Channel c is a ring over all N = M g ranks whose order inside
+every node is rotated by o = c mod g: it enters a node on local rank o (NIC o), visits the
+node's ranks over NVLink, and leaves from local rank o-1 *relayed* through local rank o,
+so that it leaves on rail o too (NCCL's ``NET n -> GPU a -> ... -> GPU x -> NET n`` with
+PXN): every NIC carries one channel pair each way, and every GPU sends and receives one
+flow per channel over NVLink. A step of a channel moves S/(C N); the steps are the ring's
+(allreduce 2(N-1), reduce-scatter and allgather N-1). On a uniform, contention-free
+network where a rank's C flows share its link of bandwidth B: allreduce
+2(N-1)(L + S/(N B)), as one ring that owns B; where the channels' hops are disjoint (C
+rings on C rails) each channel has B to itself: C times one ring's bandwidth.
 
 A single node, one rank per node, or nodes of unequal size: one ring over the topology
 order (``ring_topo``), as NCCL's single-node ring over NVSwitch (the channels of one node
@@ -51,8 +54,9 @@ __all__ = [
     "register_calibrated",
 ]  # fmt: skip
 
-CHANNELS_PER_RANK = 2
-"""Channels per local rank of a node: NCCL's DGX ring graph has one ring per NIC, duplicated (16 on 8 GPUs)."""
+CHANNELS_PER_RANK = 1
+"""Flow channels per local rank of a node: NCCL's DGX ring graph has one ring per NIC, duplicated (16 on 8
+GPUs); each duplicated pair runs as one channel carrying both (see the module docstring)."""
 
 PROTOCOL_WIRE = {"LL": 2.0, "LL128": 128.0 / 120.0, "Simple": 1.0}
 """Bytes on the wire per byte of data: LL sends 4 data bytes and a 4-byte flag per 8-byte line;
@@ -208,7 +212,7 @@ def _build(kind: str, name: str) -> Callable[[list[str], float, TopologyView], S
 
     what = {"allreduce": "", "reduce_scatter": " reduce-scatter", "allgather": " allgather"}[kind]
     if name == "nccl":
-        build.__doc__ = f"NCCL's rings{what}: 2 channels per local rank, each on its own rail (one ring in a node)."
+        build.__doc__ = f"NCCL's rings{what}: a channel pair per rail, each ring leaving nodes on its rail."
     else:
         build.__doc__ = f"NCCL's rings{what} with NCCL's protocol and latency ({name.partition('@')[2]})."
     build.__name__ = f"nccl_{kind}"
