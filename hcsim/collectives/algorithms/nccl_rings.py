@@ -90,6 +90,8 @@ def nccl_cost(
     standing for ``group`` ranks: as many more nodes of the same size; a scope inside one
     node: a group inside one node).
     """
+    if algorithm not in _REGISTERED:
+        register_calibrated(algorithm)
     calib = _CALIBRATIONS.get(algorithm)
     total = len(ranks) if group is None else group
     if calib is None or total < 2:
