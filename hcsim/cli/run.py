@@ -180,7 +180,8 @@ def main(args: argparse.Namespace) -> int:
             )
         fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
         if args.fast and args.algorithm is not None:
-            fold = None if algorithm("allreduce", args.algorithm).ring else False
+            alg = algorithm("allreduce", args.algorithm)
+            fold = None if alg.ring and alg.system_fold else False
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
         why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         with warnings.catch_warnings():  # a refused fold is said once, as a note (below)

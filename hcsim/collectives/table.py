@@ -35,7 +35,9 @@ class Algorithm:
     marks the step-synchronous rings :mod:`hcsim.fast.ring_steps` can run; ``shared_steps``
     lets it skip a ring's steps from its first when a ring of the same flows and chunk
     was measured alone on quiet links before (rings whose steps' flows share links:
-    NCCL's channels).
+    NCCL's channels); ``system_fold``: a fold of the system proven for the rank-order
+    ring (:func:`hcsim.fast.symmetry.fold_system`) holds for its plan (not for NCCL's
+    rings, whose other rails such a fold does not keep).
     """
 
     kind: str
@@ -46,6 +48,7 @@ class Algorithm:
     coherent: bool = False  # relies on coherent memory (see the algorithm's docstring)
     builtin: bool = False  # part of hcsim's library (checked by its tests, not at every run)
     shared_steps: bool = False  # ring steps measured alone may stand for other vertices' (hcsim.fast.ring_steps)
+    system_fold: bool = True  # a system fold proven for the rank-order ring (hcsim.fast.symmetry) holds for it
 
     @property
     def doc(self) -> str:
@@ -61,7 +64,7 @@ TABLE: dict[str, Registry[Algorithm]] = {
 
 def register(
     kind: str, name: str | None = None, *, coherent: bool = False, plan: Callable[..., FlowPlan] | None = None,
-    ring: bool = False, default: bool = False, shared_steps: bool = False,
+    ring: bool = False, default: bool = False, shared_steps: bool = False, system_fold: bool = True,
 ) -> Callable[[AlgorithmFn], AlgorithmFn]:  # fmt: skip
     """Decorator: register ``fn(ranks, nbytes, view) -> Schedule`` as algorithm ``name`` of ``kind``
     (``default=True``: the kind's default from now on; ``shared_steps``: see :class:`Algorithm`)."""
@@ -71,7 +74,7 @@ def register(
     def wrap(fn: AlgorithmFn) -> AlgorithmFn:
         key = name or fn.__name__
         builtin = fn.__module__.startswith("hcsim.collectives.algorithms")
-        alg = Algorithm(kind, key, fn, plan, ring, coherent, builtin, shared_steps)
+        alg = Algorithm(kind, key, fn, plan, ring, coherent, builtin, shared_steps, system_fold)
         TABLE[kind].register(key, alg, default=default)
         return fn
 

@@ -232,3 +232,14 @@ def test_busbw_table_in_the_docs() -> None:
         doc = f.read()
     block = re.search(r"<!-- nccl flows: generated.*?-->\n(.*?)\n<!-- end nccl flows -->", doc, re.S)
     assert block is not None and block.group(1).strip() == nccl_flows.markdown(table).strip()
+
+
+def test_collective_fast_does_not_take_a_rank_order_fold() -> None:
+    """`hcsim collective --fast`: the system fold proven for the rank-order ring keeps too few rails for
+    NCCL's rings, so they run every XPU (memoized), equal to the exact engine."""
+    from hcsim.sweep.collective_bench import measure_fast
+
+    topo = dgx_system(32)  # the rank-order fold keeps 2 of its 4 nodes
+    assert not algorithm("allreduce", "nccl").system_fold and algorithm("allreduce", "ring").system_fold
+    fast = measure_fast(topo, "allreduce", "nccl", 1 << 30, coherent=False)["time_us"] * 1e-6
+    assert fast == pytest.approx(_allreduce(topo, "nccl", 1 << 30), rel=1e-9)

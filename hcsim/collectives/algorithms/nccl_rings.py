@@ -245,5 +245,5 @@ def register_calibrated(name: str) -> bool:
         _CALIBRATIONS[name] = calib
     _REGISTERED.add(name)
     for kind in _PHASES:
-        register(kind, name, plan=nccl_plan, ring=True, shared_steps=True)(_build(kind, name))
+        register(kind, name, plan=nccl_plan, ring=True, shared_steps=True, system_fold=False)(_build(kind, name))
     return True
