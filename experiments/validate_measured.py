@@ -357,6 +357,11 @@ def render(
         first = outcomes.get((r.index, calibrations[0]))
         cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    lines += [
+        "",
+        "How the seed studies' conclusions move under calibration (Fig. 8, Table 6): "
+        "[calibrated-seed-studies.md](calibrated-seed-studies.md).",
+    ]
     lines += ["", "## Collectives and GEMMs: the calibration's check tables", ""]
     lines += list(nccl if nccl is not None else _nccl_section())
     return "\n".join(lines) + "\n"

@@ -11,7 +11,8 @@ docs/calibration.md):
 * anything else, or a GEMM/attention without a shape: a roofline at the achieved ceilings.
 
 Under ``fp8`` only GEMMs use the FP8 peak; attention and element-wise ops stay BF16, as
-Transformer Engine runs them.
+Transformer Engine runs them, and a linear's FP8 operands are quantized by a memory-bound kernel
+(``gemm.fp8_quantize_bytes``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from hcsim.calibration.schema import PRECISIONS, Calibration
 from hcsim.errors import HcsimError
 
-__all__ = ["attention_seconds", "gemm_seconds", "op_seconds", "wave_efficiency"]
+__all__ = ["attention_seconds", "gemm_seconds", "grouped_efficiency", "op_seconds", "wave_efficiency"]
 
 _KINDS = ("linear", "attention", "norm", "elementwise", "embedding", "router", "experts")
 _GEMM_KINDS = ("linear", "experts", "router")
@@ -51,15 +52,62 @@ def wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int) -> float:
     return tiles / (sms * waves)
 
 
-def _best_wave(m: int, n: int, calib: Calibration) -> float:
+def grouped_efficiency(m: int, n: int, groups: int, tile: tuple[int, int], sms: int) -> float:
+    """Useful work of a grouped GEMM: ``groups`` GEMMs of ``ceil(m / groups)`` rows each in one kernel.
+
+    Every group pads its rows to whole tiles (tile quantization) and all groups' tiles share the
+    SM waves (wave quantization): ``m n / (waves x sms x Tm x Tn)`` with ``waves =
+    ceil(groups x ceil(mg/Tm) x ceil(n/Tn) / sms)``.
+
+    >>> grouped_efficiency(8 * 128 * 132, 256, 8, (128, 256), 132)  # whole tiles, whole waves
+    1.0
+    >>> round(grouped_efficiency(8 * 64, 256 * 132, 8, (128, 256), 132), 4)  # 64-row groups fill half a tile
+    0.5
+    """
+    rows = math.ceil(m / groups)
+    tiles = groups * math.ceil(rows / tile[0]) * math.ceil(n / tile[1])
+    waves = math.ceil(tiles / sms)
+    return min(1.0, m * n / (waves * sms * tile[0] * tile[1]))
+
+
+def _best_wave(m: int, n: int, calib: Calibration, groups: int = 1) -> float:
     if not calib.wave_quantization:
         return 1.0
+    if groups > 1:
+        return max(grouped_efficiency(m, n, groups, tile, calib.sms) for tile in calib.tiles)
     return max(wave_efficiency(m, n, tile, calib.sms) for tile in calib.tiles)
 
 
-def _gemm_kernel(flops: float, nbytes: float, m: int, n: int, precision: str, calib: Calibration) -> float:
-    rate = calib.peak[precision] * calib.gemm_fraction[precision] * _best_wave(m, n, calib)
+def _gemm_kernel(
+    flops: float, nbytes: float, m: int, n: int, precision: str, calib: Calibration, groups: int = 1
+) -> float:
+    rate = calib.peak[precision] * calib.gemm_fraction[precision] * _best_wave(m, n, calib, groups)
     return max(flops / rate, nbytes / calib.hbm_achieved)
+
+
+def _permute(kind: str, pairs: int, hidden: int, groups: int, calib: Calibration) -> float:
+    """Seconds to put an expert op's tokens in expert order and back, per pass (MoE token dispatch).
+
+    Megatron-Core's dispatcher permutes each (token, expert) pair's hidden vector into expert
+    order before the grouped GEMM and un-permutes (weighted sum) after it: two memory-bound
+    kernels, each reading and writing ``pairs x hidden`` BF16 values.
+    """
+    if kind != "experts" or groups < 1:
+        return 0.0
+    return 2.0 * (2.0 * pairs * hidden * 2.0) / calib.hbm_achieved + 2.0 * calib.launch
+
+
+def _quantize(kind: str, elements: int, precision: str, calib: Calibration) -> float:
+    """Seconds to quantize an FP8 linear's activation (forward) or output gradient (backward).
+
+    Transformer Engine casts the BF16 tensor to FP8 twice, row-wise for this GEMM and column-wise
+    (transposed) for the weight-gradient GEMM (``gemm.fp8_quantize_bytes`` per element: read 2,
+    write 1 + 1), one memory-bound kernel; the FP8 weight is cached across micro-batches. Expert
+    GEMMs (grouped) and 16-bit GEMMs are not timed here.
+    """
+    if precision != "fp8" or kind != "linear" or not calib.fp8_quantize_bytes:
+        return 0.0
+    return elements * calib.fp8_quantize_bytes / calib.hbm_achieved + calib.launch
 
 
 def _check_shape(shape: Any, what: str, size: int) -> tuple[int, ...]:
@@ -188,12 +236,17 @@ def op_seconds(op: Any, pass_: str, precision: str, calib: Calibration) -> float
     attention = getattr(op, "attention", None)
     if kind in _GEMM_KINDS and gemm is not None:
         m, n, k = _check_shape(gemm, "gemm", 3)
+        groups = getattr(op, "groups", 1) if kind == "experts" else 1
+        if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+            raise HcsimError(f"operator {getattr(op, 'name', kind)!r}: groups {groups!r} (valid: an integer >= 1)")
+        extra = _permute(kind, m, k, groups, calib)
         if pass_ == "fwd":
-            return _gemm_kernel(flops, nbytes, m, n, precision, calib) + calib.launch
+            kernel = _gemm_kernel(flops, nbytes, m, n, precision, calib, groups)
+            return kernel + calib.launch + _quantize(kind, m * k, precision, calib) + extra
         half_f, half_b = flops / 2.0, nbytes / 2.0
-        dgrad = _gemm_kernel(half_f, half_b, m, k, precision, calib)
-        wgrad = _gemm_kernel(half_f, half_b, k, n, precision, calib)
-        return dgrad + wgrad + 2.0 * calib.launch
+        dgrad = _gemm_kernel(half_f, half_b, m, k, precision, calib, groups)
+        wgrad = _gemm_kernel(half_f, half_b, k * groups, n, precision, calib, groups)  # a (k, n) output per group
+        return dgrad + wgrad + 2.0 * calib.launch + _quantize(kind, m * n, precision, calib) + extra
     # attention and element-wise work stay BF16 under FP8 (Transformer Engine)
     p = "bf16" if precision == "fp8" else precision
     if kind == "attention" and attention is not None and p != "fp32":

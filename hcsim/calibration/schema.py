@@ -79,6 +79,7 @@ SCHEMA: dict[str, Any] = {
         "max_fraction": {p: _q("fraction", required=p != "fp8") for p in PRECISIONS},
         "tiles": _q("elements", "tiles"),
         "wave_quantization": _q("bool"),
+        "fp8_quantize_bytes": _q("bytes", required=False),
     },
     "attention": {
         "kernel": _q("text"),
@@ -156,6 +157,7 @@ class Calibration:
     gemm_fraction: MappingProxyType
     tiles: tuple[tuple[int, int], ...]
     wave_quantization: bool
+    fp8_quantize_bytes: float  # HBM bytes per element an FP8 GEMM operand's quantization moves (0: not timed)
     # attention
     attention_kernel: str
     attention_seqlens: tuple[float, ...]
@@ -375,6 +377,7 @@ def _build(data: Any, path: str) -> Calibration:
         gemm_fraction=MappingProxyType(frac),
         tiles=e["gemm.tiles"],
         wave_quantization=e["gemm.wave_quantization"],
+        fp8_quantize_bytes=e.get("gemm.fp8_quantize_bytes", 0.0),
         attention_kernel=e["attention.kernel"],
         attention_seqlens=seqlens,
         attention_fwd=_table(entries, "fwd", len(seqlens)),

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -118,11 +120,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in previous:
             signal.signal(s, _interrupt_once)
     try:
-        return _dispatch(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _dispatch(args)
     finally:  # once stopped, both signals stay ignored until the process has exited
         if own and not _STOPPED_BY:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: object = None,
+) -> None:
+    """hcsim's own warnings as one line ``hcsim: warning: ...`` (no source line); others as Python shows them."""
+    if os.path.abspath(filename).startswith(_PACKAGE):
+        print(f"hcsim: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, None))
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _dispatch(args: argparse.Namespace) -> int:

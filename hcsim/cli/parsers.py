@@ -123,6 +123,12 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
         help=f"workload JSON file (Workload.to_json), Chakra trace PATH/PREFIX (PREFIX.RANK.et), AICB workload file, "
         f"or one of {', '.join(WORKLOADS)}",
     )
+    r.add_argument(
+        "--chakra",
+        metavar="PATH",
+        help="a Chakra trace: PATH/PREFIX of PREFIX.RANK.et files, their folder or one rank file (as --workload, "
+        "which recognises it too; one iteration unless --iterations)",
+    )
     r.add_argument("--rank-map", help='Chakra/AICB: JSON file placing ranks on XPUs ({"0": "xpu3", ...} or a list)')
     r.add_argument("--comm-groups", help='Chakra: ASTRA-sim communicator-group JSON ({"1": [0, 1], ...})')
     _add_model_options(r)  # --model --inference --batch --context --tp
@@ -132,9 +138,12 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
     r.add_argument(
         "--algorithm",
         help="allreduce algorithm of llama2-13b and allreduce (default ring): a name of 'hcsim collective "
-        "--algorithm all', module:function, or an MSCCL-IR .xml",
+        "--algorithm all', module:function, or an MSCCL-IR .xml; for Chakra and AICB traces, per kind: "
+        "KIND=NAME,... (e.g. all_to_all=ring,all_reduce=halving_doubling)",
     )
-    r.add_argument("--iterations", type=int, help="iterations to run (>= 1; with --model default 1)")
+    r.add_argument(
+        "--iterations", type=int, help="iterations to run (>= 1; with --model or a Chakra/AICB trace default 1)"
+    )
     coh = r.add_mutually_exclusive_group()
     coh.add_argument(
         "--coherent",

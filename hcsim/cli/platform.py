@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from contextlib import nullcontext
+from typing import Any
 
 from hcsim.cli.parsers import SYSTEMS
+from hcsim.collectives import RING_KINDS, plans
 from hcsim.errors import HcsimError
 from hcsim.files import atomic_path
+from hcsim.formats.astra_network import compile_astra_network
 from hcsim.formats.graphml import read_graphml, write_graphml
 from hcsim.formats.topology_files import import_topology
 from hcsim.platform import builders, dgx
 from hcsim.platform.builders import MAX_SPINES, MAX_XPUS
 from hcsim.platform.compiler import compile_platform
-from hcsim.platform.probe import check_platform
+from hcsim.platform.probe import MAX_ROUTE_CHECKS, check_platform, unrouted_pairs
+from hcsim.platform.simgrid_files import HostFacts
 from hcsim.platform.topology import Topology
+from hcsim.workload import Workload
 
-__all__ = ["build_topology", "main", "unused_mix", "warn"]
+__all__ = ["build_topology", "main", "refuse_unrouted", "unused_mix", "warn"]
 
 
 def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, spec: object = None) -> Topology:
@@ -105,9 +111,9 @@ def _check_scale(args: argparse.Namespace) -> None:
         raise HcsimError(f"--spines {args.spines} is invalid (valid: an integer from 1 to {MAX_SPINES})")
 
 
-def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str) -> None:
+def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str, compile_with: Any = None) -> None:
     """Compile ``topo`` to ``path`` (a temporary file standing for ``args.output``) and say what was written."""
-    stats = compile_platform(topo, path, precision=args.precision)
+    stats = (compile_with or compile_platform)(topo, path, precision=args.precision)
     print(
         f"wrote {args.output}: {stats.hosts} hosts, {stats.routers} routers, {stats.links} links, "
         f"{stats.routes} routes in {stats.zones} zones"
@@ -142,7 +148,8 @@ def _import(args: argparse.Namespace) -> int:
         topo = import_topology(
             args.file, xpu=args.xpu, link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, fmt=args.format
         )
-        _compile_and_report(topo, args, xml)
+        # compact zones where the network has a rule-based form (a switch, a ring), else explicit routes
+        _compile_and_report(topo, args, xml, compile_astra_network)
         if graphml:
             write_graphml(topo, graphml)
     return 0
@@ -150,15 +157,91 @@ def _import(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     s = check_platform(args.platform, args.xpus_from)
+    facts = s.facts or HostFacts([], [], frozenset())
     coherent = {True: "coherent", False: "non-coherent", None: "not set (runs default to non-coherent)"}[s.coherent]
+    grouped = ", the nodes of a <cluster> as one" if facts.route_groups else ""
+    which = "a sample of" if facts.route_sampled else "all"
     print(
         f"{s.path}: loaded by SimGrid in {s.load_seconds:.2f} s: {s.hosts} hosts "
         f"({s.xpus} XPUs [{s.xpus_how}], {s.memories} memory nodes), {s.routers} routers, {s.links} links; "
-        f"network model {s.network_model}; memory semantics {coherent}"
+        f"network model {s.network_model}; memory semantics {coherent}; "
+        f"routes resolved: {which} {facts.route_pairs} XPU pairs{grouped}, {len(facts.unrouted)} without a route"
     )
     if s.xpus_without_memory:
         warn(f"{s.xpus_without_memory} of {s.xpus} XPUs have no 'memory' property: their memory is taken as unlimited")
+    if facts.unrouted:
+        a, b = facts.unrouted[0]
+        warn(
+            f"SimGrid has no route for {len(facts.unrouted)} of {facts.route_pairs} XPU pairs (first: '{a}' to "
+            f"'{b}'): 'hcsim run' refuses a workload in which two of them talk"
+        )
+    if facts.route_sampled:
+        warn(f"{s.xpus} XPUs: the routes of ring neighbours and of the first XPU were resolved, not every pair")
     return 0
+
+
+def _talking(data: dict) -> Iterable[tuple[str, str]]:
+    """The (sender, receiver) pairs of one communication vertex.
+
+    Exact for the library's fast forms, whose flows do not depend on the topology (the
+    ring of the ring kinds, a p2p, the chains, the direct all-to-all: :func:`plans.plan`);
+    for any other algorithm, every ordered pair of its scope (a superset of its flows).
+    """
+    kind, name, scope = data.get("kind"), data.get("algorithm"), list(data.get("scope") or ())
+    exact = (
+        (kind in RING_KINDS and name == "ring")
+        or kind == "p2p"
+        or (kind in ("broadcast", "reduce") and name == "chain")
+        or (kind == "alltoall" and name == "direct")
+    )
+    if exact and len(scope) > 1:
+        fp = plans.plan(kind, name, scope, float(data.get("bytes") or 1), data.get("group"), compact=True)
+        return [(a, b) for a, b, size in zip(fp.src, fp.dst, fp.size, strict=True) if size > 0]
+    return [(a, b) for a in scope for b in scope if a != b]
+
+
+MAX_RUN_ROUTE_CHECKS = 5 * MAX_ROUTE_CHECKS
+"""Pairs a run resolves itself when ``check`` only sampled (about 6 s at most); past it, none (docs/platform.md)."""
+
+
+def refuse_unrouted(facts: HostFacts, work: Workload, path: str) -> None:
+    """Refuse, in one line, a run whose workload sends between two hosts SimGrid has no route for.
+
+    The pairs are each communication's flows (:func:`_talking`), both ways, and each XPU
+    with its memory hosts. SimGrid 4.1 would abort the run at the first such transfer ("no
+    connecting path"); a Full zone missing routes between hosts that never talk runs.
+    Where the probe resolved only a sample (a large platform), the pairs the workload
+    uses are resolved now, up to :data:`MAX_RUN_ROUTE_CHECKS`.
+    """
+    if not facts.unrouted and not facts.route_sampled:
+        return
+    key = facts.route_groups.get
+    talking: dict[tuple[str, str], str] = {}  # pair of route groups -> the vertex that sends between them
+    used = {data.get("location") for _, data in work.nodes(data=True)}
+    used.update(x for _, data in work.nodes(data=True) for x in data.get("scope") or ())
+    memory: dict[str, list[tuple[str, str]]] = {}  # XPU -> its pairs with a memory host (not in the workload)
+    for a, b in facts.unrouted:
+        if (a in used) != (b in used):
+            memory.setdefault(a if a in used else b, []).append((a, b))
+    for name, data in work.nodes(data=True):
+        if data.get("type") == "comm":
+            for a, b in _talking(data):
+                if a != b:  # and the way back, which SimGrid's cross-traffic looks up (a Floyd zone aborts on it)
+                    talking.setdefault((key(a, a), key(b, b)), name)
+                    talking.setdefault((key(b, b), key(a, a)), name)
+        else:
+            for a, b in memory.get(data.get("location"), ()):
+                talking.setdefault((a, b), name)
+    missing = [pair for pair in talking if facts.unrouted_between(*pair)]
+    if not missing and facts.route_sampled and len(talking) <= MAX_RUN_ROUTE_CHECKS:
+        missing = unrouted_pairs(path, sorted(talking))
+    if missing:
+        a, b = missing[0]
+        raise HcsimError(
+            f"platform file '{path}': SimGrid has no route from host '{a}' to host '{b}', and the workload's "
+            f"vertex '{talking[missing[0]]}' sends between them (valid: a <route> between them, or a workload that "
+            "keeps them apart; 'hcsim platform check' counts the pairs without a route)"
+        )
 
 
 def warn(message: str) -> None:

@@ -1,7 +1,9 @@
 """``hcsim run``: run a workload graph on a platform and print its metrics.
 
-The platform is a compiled XML file (``--platform``) or a system built on the fly
-(``--system``, the options of ``hcsim platform build``), run through
+The platform is a compiled XML file (``--platform``), a network file imported on the fly
+(``--platform net.yml``: ASTRA-sim or InfraGraph, as ``hcsim platform import`` reads it)
+or a system built on the fly (``--system``, the options of ``hcsim platform build``); the
+last two run through
 :func:`hcsim.fast.system.simulate_system` (``--fast`` folds, memoizes and extrapolates
 repeating iterations; ``--repeat`` does the last alone). The workload is picked by
 :func:`hcsim.formats.workload_files.load_workload`, or is a transformer (``--model``): one
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,7 +26,7 @@ from typing import Any
 
 from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
-from hcsim.cli.platform import build_topology
+from hcsim.cli.platform import build_topology, refuse_unrouted
 from hcsim.collectives import algorithm
 from hcsim.collectives.algorithms.nccl_rings import calibrated_name
 from hcsim.engine import report
@@ -32,7 +35,16 @@ from hcsim.errors import HcsimError
 from hcsim.fast import simulate, simulate_system
 from hcsim.fast.system import FoldRefused
 from hcsim.files import check_output_path
-from hcsim.formats.workload_files import load_workload, xpu_rates_from_platform
+from hcsim.formats.astra_network import compile_astra_network
+from hcsim.formats.chakra import chakra_files
+from hcsim.formats.topology_files import import_topology
+from hcsim.formats.workload_files import (
+    algorithm_choice,
+    check_workload_file,
+    load_workload,
+    workload_format,
+    xpu_rates_from_platform,
+)
 from hcsim.platform import simgrid_files
 from hcsim.platform.dgx import DGX_SYSTEMS
 from hcsim.platform.probe import host_facts, precheck_platform
@@ -76,8 +88,15 @@ def _narrowing(args: argparse.Namespace, work: Workload, xpus: list[str]) -> str
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim run``; the exit status."""
-    if args.iterations is None:
-        if not args.model:
+    if getattr(args, "chakra", None) is not None:  # --chakra PATH: --workload PATH, a Chakra trace or an error
+        if args.workload is not None or args.model:
+            raise HcsimError("give one workload: --chakra PATH, --workload or --model")
+        chakra_files(args.chakra)  # what is not a Chakra trace says why (no rank files, a missing rank, ...)
+        args.workload = args.chakra
+    if args.iterations is None:  # a transformer or a trace is one iteration unless said otherwise
+        if not args.model and not (args.workload and workload_format(args.workload)):
+            if args.workload and os.path.isfile(args.workload) and not args.workload.endswith(".json"):
+                check_workload_file(args.workload)  # a file of no known format: say so first
             raise HcsimError("--iterations is required (valid: an integer >= 1)")
         args.iterations = 1
     if not 1 <= args.iterations <= MAX_ITERATIONS:
@@ -118,16 +137,20 @@ def main(args: argparse.Namespace) -> int:
     if args.model or args.workload is None:  # a transformer (issue 16)
         workload = _training_workload(args, calib) if training else _inference_workload(args)
 
-    if args.platform:
+    imported = _imported_network(args)  # --platform net.yml: imported as 'hcsim platform import' does, then run
+    if args.platform and imported is None:
         if args.system:
             raise HcsimError("give either --platform FILE.xml or --system, not both")
         precheck_platform(args.platform)  # values SimGrid would abort on, refused in one line first
         if args.fast:
-            raise HcsimError("--fast needs --system (it folds the system before compiling it), not --platform")
+            raise HcsimError(
+                "--fast needs --system or the network file itself (--platform net.yml, ASTRA-sim or InfraGraph: "
+                "it folds the topology before compiling it), not a platform XML"
+            )
         on_disk = os.path.isfile(args.platform)
         declared = simgrid_files.read_declared(args.platform) if on_disk else simgrid_files.Declared()
         config = simgrid_files.network_config(args.network_model or "file")
-        facts = host_facts(args.platform)
+        facts = host_facts(args.platform, args.xpus_from or "auto", config)  # and its routes between XPUs
         xpus, how = simgrid_files.choose_xpus(facts, args.xpus_from or "auto", args.platform)
         rates.update(xpu_rates_from_platform(args.platform))
         if args.coherent is not None:
@@ -137,6 +160,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             coherent, why = False, "default: the platform sets no 'coherent' property"
         work = workload(xpus, None)
+        refuse_unrouted(facts, work, args.platform)  # SimGrid would abort at the first flow without a route
         narrowing = _narrowing(args, work, xpus)
         result = simulate(
             args.platform, work, args.iterations, coherent=coherent, xpus=xpus, config=config, repeat=args.repeat
@@ -147,6 +171,11 @@ def main(args: argparse.Namespace) -> int:
             f"{simgrid_files.model_in_force(declared, args.network_model or 'file')}, "
             f"{'coherent' if coherent else 'non-coherent'} memory ({why})",
         )
+        if calib is not None:
+            notes.append(
+                f"note: compute calibrated ({calib.name}) on every XPU of {args.platform} (its devices are not "
+                "checked: a platform file does not name them); its network and collectives stay ideal"
+            )
         no_memory = sum(1 for x in xpus if x in facts.without_memory)
         if no_memory:
             notes.append(
@@ -154,7 +183,7 @@ def main(args: argparse.Namespace) -> int:
                 "their memory is taken as unlimited (all data local)"
             )
     else:
-        if not args.system:
+        if not args.system and imported is None:
             raise HcsimError("a platform is required (valid: --platform FILE.xml or --system cxl|noncoherent)")
         if args.xpus_from is not None:
             raise HcsimError("--xpus-from applies to --platform FILE.xml, not --system (its XPUs are known)")
@@ -163,10 +192,9 @@ def main(args: argparse.Namespace) -> int:
         spec = None
         if calib is not None and args.system in DGX_SYSTEMS:
             spec = calibrated_dgx_spec(DGX_SYSTEMS[args.system], calib)
-        elif calib is not None:
-            raise HcsimError(f"--calibration {args.calibration} needs a machine it describes (valid: --system "
-                             f"{', '.join(DGX_SYSTEMS)}; or --calibration ideal)")  # fmt: skip
-        topo = build_topology(args, notes, spec=spec)
+        topo = imported if imported is not None else build_topology(args, notes, spec=spec)
+        if calib is not None and args.system not in DGX_SYSTEMS:
+            _check_calibrated_devices(args, calib, topo, notes)
         placement = fill_local_first
         if training and args.system in DGX_SYSTEMS:
             _check_fits(args, workload, topo)
@@ -179,13 +207,15 @@ def main(args: argparse.Namespace) -> int:
                 f"(valid: {', '.join(DATA_PARALLEL)}, or --model without --inference)"
             )
         fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
-        if args.fast and args.algorithm is not None:
-            alg = algorithm("allreduce", args.algorithm)
+        chosen = algorithm_choice(args.algorithm).get("allreduce")
+        if args.fast and chosen is not None:
+            alg = algorithm("allreduce", chosen)
             fold = None if alg.ring and alg.system_fold else False
         coherent = args.system == "cxl" if args.coherent is None else args.coherent
-        why = f"--system {args.system}" if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
-        with warnings.catch_warnings():  # a refused fold is said once, as a note (below)
-            warnings.simplefilter("ignore", FoldRefused)
+        default = f"--system {args.system}" if imported is None else "default for an imported network"
+        why = default if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
+        with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="hcsim-run-") as tmp:
+            warnings.simplefilter("ignore", FoldRefused)  # a refused fold is said once, as a note (below)
             result = simulate_system(
                 topo,
                 workload,
@@ -195,17 +225,21 @@ def main(args: argparse.Namespace) -> int:
                 fold=fold,
                 repeat=args.repeat or args.fast,
                 placement=placement,
+                # an imported network compiles as 'platform import' writes it (compact zones where it can)
+                compile=(lambda t: _compile_imported(t, tmp)) if imported is not None else None,
             )
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"
-        notes.insert(0, f"system {args.system}: network model raw, {semantics} memory ({why})")
+        source = f"system {args.system}" if imported is None else f"network {args.platform} (imported)"
+        notes.insert(0, f"{source}: network model raw, {semantics} memory ({why})")
         if result.fold_refused:
             notes.append(f"note: {result.fold_refused}; ran every XPU")
     if narrowing:
         notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)
     if training:
-        summary.update(_throughput(workload, summary, len(topo.xpus()) if not args.platform else len(xpus)))
+        gpus = len(topo.xpus()) if imported is not None or not args.platform else len(xpus)
+        summary.update(_throughput(workload, summary, gpus))
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
     }
@@ -224,6 +258,47 @@ def main(args: argparse.Namespace) -> int:
         text += "\nskipped from the input  " + ", ".join(f"{n} {k}" for k, n in skipped.items())
     print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
     return 0
+
+
+def _check_calibrated_devices(args: argparse.Namespace, calib: Calibration, topo: Topology, notes: list) -> None:
+    """A calibration times compute on its own GPU only: every XPU of a non-DGX system must be that GPU.
+
+    The system keeps its own network (links at their rates, ideal collectives); only the operators'
+    times come from the calibration. Said in a note.
+    """
+    gpu = calib.device_name.split()[0]  # "H100 SXM5 80GB" -> "H100"
+    what = f"--system {args.system}" if args.system else f"--platform {args.platform}"
+    others = sorted({str(topo.nodes[x].get("device")) for x in topo.xpus()} - {gpu, f"{gpu}-SXM"})
+    if others:
+        raise HcsimError(
+            f"--calibration {args.calibration} times {gpu} XPUs; {what} also has "
+            f"{', '.join(others)} (valid: a system of {gpu} XPUs only, or --calibration ideal)"
+        )
+    notes.append(f"note: compute calibrated ({calib.name}); the {what} network and its collectives stay ideal")
+
+
+NETWORK_FILES = (".yml", ".yaml", ".json")
+"""``--platform`` files read as networks to import (ASTRA-sim YAML, InfraGraph), not as SimGrid XML."""
+
+
+def _imported_network(args: argparse.Namespace) -> Topology | None:
+    """The topology of ``--platform net.yml`` (a network file, as ``hcsim platform import`` reads it), else None."""
+    if not args.platform or not args.platform.lower().endswith(NETWORK_FILES):
+        return None
+    if args.system:
+        raise HcsimError("give either --platform FILE or --system, not both")
+    given = (("--xpus", args.xpus), ("--xpus-from", args.xpus_from), ("--network-model", args.network_model))
+    for flag, value in given:
+        if value is not None:
+            raise HcsimError(f"{flag} does not apply to an imported network ('{args.platform}' gives its NPUs)")
+    return import_topology(args.platform, xpu=args.mix or "H100")
+
+
+def _compile_imported(topology: Topology, folder: str) -> str:
+    """Compile an imported network (or its fold) as ``hcsim platform import`` does; the file's path."""
+    path = os.path.join(folder, f"platform{len(os.listdir(folder))}.xml")
+    compile_astra_network(topology, path)
+    return path
 
 
 def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topology) -> None:

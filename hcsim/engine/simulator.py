@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+from hcsim.collectives.registry import check_coherent
 from hcsim.engine.driver import Driver
 from hcsim.engine.execution import EngineOptions, Execution, RunResult
 from hcsim.engine.memory import Placement, fill_local_first
@@ -213,6 +214,7 @@ def simulate(
     if not os.path.isfile(path):
         raise HcsimError(f"platform file '{path}' does not exist (valid: an XML file from 'hcsim platform build')")
     workload.validate()
+    check_coherent(workload.nodes(data=True), coherent)
     if wing is not None:
         wing.prepare(path, tuple(config))
     if options.progress is None:

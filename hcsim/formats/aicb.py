@@ -279,16 +279,25 @@ class _Program:
             self._comm(r, f"mb{m}/L{li}:{layer.name}/fwd-comm", layer.fwd_comm, layer.fwd_bytes, "fwd", t, d, p)
 
     def _backward(self, m: int, p: int, d: int, t: int, layers: list[int]) -> None:
+        """Micro-batch ``m``'s backward on stage ``p``: the stage's layers in reverse, then its input
+        gradient to stage p-1; after the last micro-batch (m 0), the weight-gradient comms and updates.
+
+        The gradient from stage p+1 was sent by that stage's own backward (emitted before this one):
+        this rank's first backward operator waits for it. The send comes before this stage's
+        data-parallel comms and updates, so the previous stage never waits for them (issue 25).
+        """
         r = self.layout.rank(t, d, p)
-        if p < self.layout.pp - 1:
-            self._transfer(self.layout.rank(t, d, p + 1), r, f"mb{m}/grad{p + 1}->{p}")
         for li in reversed(layers):
             layer = self.spec.layers[li]
             label = f"mb{m}/L{li}:{layer.name}"
             self._compute(r, f"{label}/ig", layer.ig_time)
             self._comm(r, f"{label}/ig-comm", layer.ig_comm, layer.ig_bytes, "ig", t, d, p)
             self._compute(r, f"{label}/wg", layer.wg_time)
-            if m == 0:  # the last micro-batch of the backward order: gradients are complete
+        if p > 0:
+            self._transfer(r, self.layout.rank(t, d, p - 1), f"mb{m}/grad{p}->{p - 1}")
+        if m == 0:  # the last micro-batch of the backward order: gradients are complete
+            for li in reversed(layers):
+                layer = self.spec.layers[li]
                 self._comm(r, f"L{li}:{layer.name}/wg-comm", layer.wg_comm, layer.wg_bytes, "wg", t, d, p)
                 self._compute(r, f"L{li}:{layer.name}/update", layer.update_time)
 

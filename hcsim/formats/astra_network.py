@@ -8,9 +8,14 @@ NPUs along a dimension forms one building block.
 
 :func:`read_astra_network` parses a file; :func:`astra_network_topology` validates the
 parsed mapping and assembles the topology (NPUs as XPUs ``npuNN`` ranked by id).
+:func:`compile_astra_network` writes it as SimGrid XML with routes by rule where the
+shape allows (:func:`compact_routing`: a switch as one ``Cluster`` zone, a ring as a
+``DijkstraCache`` zone of neighbour routes), else through the compiler's explicit routes.
 
-Invariant: links and latencies are ASTRA-sim's; routes are hcsim's (latency-weighted
-shortest paths), identical to ASTRA-sim's for one dimension. See docs/formats.md.
+Invariants: links and latencies are ASTRA-sim's; routes are hcsim's (latency-weighted
+shortest paths), identical to ASTRA-sim's for one dimension, and the compact XML takes
+the explicit XML's route for every pair, link by link. Sizes are bounded
+(:data:`MAX_NPUS`, :data:`MAX_LINKS`) before anything is built. See docs/formats.md.
 """
 
 from __future__ import annotations
@@ -20,14 +25,53 @@ import os
 from itertools import combinations, product
 from typing import Any
 
+from lxml import etree
+
 from hcsim.errors import HcsimError
+from hcsim.files import temporary_beside
+from hcsim.platform.compiler import (
+    NETWORK_CONFIG,
+    PRECISIONS,
+    ROOT_ZONE,
+    XPU_PROPERTIES,
+    CompileStats,
+    _check_simulable,
+    _num,
+    _solver_for,
+    compile_platform,
+    link_id,
+)
 from hcsim.platform.devices import Device
 from hcsim.platform.topology import Topology
 
-__all__ = ["read_astra_network", "astra_network_topology", "BLOCKS", "GB"]
+__all__ = [
+    "read_astra_network",
+    "astra_network_topology",
+    "compact_routing",
+    "compile_astra_network",
+    "BLOCKS",
+    "GB",
+    "MAX_NPUS",
+    "MAX_LINKS",
+]
 
 BLOCKS = ("Ring", "FullyConnected", "Switch")
 GB = 2.0**30  # ASTRA-sim's GB in GB/s
+
+
+MAX_NPUS = 65536
+"""Most NPUs per dimension and in all (the product of ``npus_count``) hcsim builds from a network file."""
+MAX_LINKS = 1 << 20
+"""Most links a network file may need (a FullyConnected block of N NPUs has N(N-1)/2): about 1 GB in SimGrid."""
+
+
+def _links_of(block: str, n: int) -> int:
+    """Links of one block of ``n`` NPUs (one ring link for two NPUs, as the builder below)."""
+    if n < 2:
+        return 0
+    if block == "FullyConnected":
+        return n * (n - 1) // 2
+    return 1 if block == "Ring" and n == 2 else n
 
 
 def read_astra_network(path: str | os.PathLike[str], xpu: str | Device = "H100") -> Topology:
@@ -73,6 +117,11 @@ def astra_network_topology(data: object, xpu: str | Device = "H100", where: str 
         n = counts[d]
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise HcsimError(f"{where}: npus_count {n!r} (dimension {d}) is invalid (valid: an integer >= 1)")
+        if n > MAX_NPUS:
+            raise HcsimError(
+                f"{where}: npus_count {n} (dimension {d}) is more than hcsim builds from a network file "
+                f"(valid: <= {MAX_NPUS} NPUs in all)"
+            )
         bw, lat = bws[d], lats[d]
         if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0 or math.isinf(bw):
             raise HcsimError(f"{where}: bandwidth {bw!r} (dimension {d}) is invalid (valid: GB/s > 0)")
@@ -81,10 +130,24 @@ def astra_network_topology(data: object, xpu: str | Device = "H100", where: str 
     total = math.prod(counts)
     if total < 2:
         raise HcsimError(f"{where}: the network has {total} NPU (valid: at least 2)")
-    if total > 65536:
-        raise HcsimError(f"{where}: {total} NPUs is more than hcsim builds from a network file (valid: <= 65536)")
+    if total > MAX_NPUS:
+        shape = " x ".join(str(c) for c in counts)
+        raise HcsimError(
+            f"{where}: npus_count {shape} = {total} NPUs is more than hcsim builds from a network file "
+            f"(valid: <= {MAX_NPUS})"
+        )
+    links = sum(_links_of(blocks[d], counts[d]) * (total // counts[d]) for d in range(dims))
+    if links > MAX_LINKS:
+        worst = max(range(dims), key=lambda d: _links_of(blocks[d], counts[d]) * (total // counts[d]))
+        raise HcsimError(
+            f"{where}: the network needs {links} links ({blocks[worst]} dimension {worst} of {counts[worst]} NPUs: "
+            f"{_links_of(blocks[worst], counts[worst])} per block) (valid: at most {MAX_LINKS} links in all; "
+            "a FullyConnected block of N NPUs has N(N-1)/2)"
+        )
     shape = "x".join(str(c) for c in counts)
-    direct = any(b != "Switch" for b in blocks)  # Ring and FullyConnected route through NPUs
+    # Ring and FullyConnected route through NPUs, and so does every route from one line of NPUs to another
+    # (an NPU relays between its dimensions, as in ASTRA-sim); only a lone switch never needs an NPU between
+    direct = any(b != "Switch" for b in blocks) or sum(1 for c in counts if c > 1) > 1
     topo = Topology(name=f"astra-{'-'.join(blocks)}-{shape}", system="astra-sim", host_transit=direct)
     width = len(str(total - 1))
     names = [f"npu{i:0{width}d}" for i in range(total)]
@@ -115,3 +178,143 @@ def astra_network_topology(data: object, xpu: str | Device = "H100", where: str 
             for a, b in pairs:
                 topo.add_link(a, b, bw, lat, link_kind=f"dim{d}")
     return topo.validate()
+
+
+# ---------------------------------------------------------------------- compact platform XML
+def compact_routing(topology: Topology) -> str | None:
+    """SimGrid routing that expresses ``topology`` by rule, or None when it needs explicit routes.
+
+    Read from the topology's shape, not from where it came from (a folded topology is
+    another shape): ``"Cluster"`` for XPUs each linked to one and the same switch and to
+    nothing else (SimGrid's star: a route is the source's up-link, then the destination's
+    down-link, the only path there is); ``"DijkstraCache"`` for 3 or more XPUs in one cycle
+    of equal links, in the order of their names, that XPUs route through (routes declared
+    between neighbours only; SimGrid takes the fewest-hop path, which on equal links is the
+    latency-shortest one, and breaks ties as hcsim's router does: :func:`_ring_route_order`).
+    Anything else (a full mesh, several dimensions, memory nodes,
+    pinned routes or zones) keeps the compiler's explicit routes.
+    """
+    nodes = topology.number_of_nodes()
+    xpus = topology.nodes_of("xpu")
+    if topology.routes() or topology.gateways() or any(z for _, z in topology.nodes(data="zone", default="")):
+        return None
+    others = nodes - len(xpus)
+    degrees = dict(topology.degree())
+    if others == 1 and topology.number_of_edges() == len(xpus) >= 2:
+        switches = topology.nodes_of("switch")
+        if len(switches) == 1 and all(degrees[x] == 1 and topology.has_edge(x, switches[0]) for x in xpus):
+            return "Cluster"
+        return None
+    if others == 0 and len(xpus) >= 3 and topology.number_of_edges() == len(xpus):
+        ring = sorted(xpus)
+        along = all(topology.has_edge(a, b) for a, b in zip(ring, ring[1:] + ring[:1], strict=True))
+        values = {(d["latency"], d["bandwidth"] * d.get("lanes", 1)) for _, _, d in topology.edges(data=True)}
+        if along and topology.graph.get("host_transit") and len(values) == 1:
+            return "DijkstraCache"
+    return None
+
+
+def _ring_route_order(ring: list[str]) -> list[tuple[str, str]]:
+    """The ring's links in the order that makes SimGrid's Dijkstra break ties as hcsim's router does.
+
+    SimGrid numbers a Dijkstra zone's nodes in the order routes first name them, and of two
+    equally short paths keeps the one whose last hop comes from the lower-numbered node. Between
+    opposite NPUs of an even ring (the only ties), hcsim's router (ties to the first path in
+    sorted node order) arrives from the neighbour nearer to NPU 0 round the ring, or the
+    lower-numbered of two equally near. So the nodes are named in the order
+    (distance from NPU 0, index): each link below brings in one new node, the last closes the ring.
+    """
+    n = len(ring)
+    order = sorted(range(n), key=lambda i: (min(i, n - i), i))
+    seen, links = {order[0]}, []
+    for i in order[1:]:
+        j = next(k for k in ((i - 1) % n, (i + 1) % n) if k in seen)
+        links.append((min(i, j), max(i, j)))
+        seen.add(i)
+    every = {(min(i, (i + 1) % n), max(i, (i + 1) % n)) for i in range(n)}
+    links += sorted(every - set(links))
+    return [(ring[a], ring[b]) for a, b in links]
+
+
+def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, precision: str = "fp32") -> CompileStats:
+    """Write an imported ASTRA-sim network as SimGrid XML: compact zones where :func:`compact_routing` has one.
+
+    The hosts, links and link directions are those :func:`~hcsim.platform.compiler.compile_platform`
+    writes (same names, same properties), so a run gives the same times; only the routes are
+    written by rule instead of one per pair of NPUs. Without a compact form, ``compile_platform``.
+    """
+    routing = compact_routing(topology)
+    if routing is None:
+        return compile_platform(topology, path, precision=precision)
+    topology.validate()
+    _check_simulable(topology)
+    if precision not in PRECISIONS:
+        raise HcsimError(f"precision {precision!r} is unknown (valid: {', '.join(PRECISIONS)})")
+    hosts = sorted(topology.xpus())
+    for x in hosts:
+        if f"{precision}_flops" not in topology.nodes[x]:
+            raise HcsimError(f"XPU '{x}' (device '{topology.nodes[x].get('device')}') has no {precision} rate")
+    stats = CompileStats(zones=1)
+    path = os.fspath(path)
+    tmp = temporary_beside(path, ".xml.tmp")
+    try:
+        with etree.xmlfile(tmp, encoding="utf-8") as xf:
+            xf.write_declaration()
+            xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
+            with xf.element("platform", version="4.1"):
+                with xf.element("config"):
+                    for key, value in {**NETWORK_CONFIG, **_solver_for(topology)}.items():
+                        xf.write(etree.Element("prop", id=key, value=str(value)))
+                with xf.element("zone", id=ROOT_ZONE, routing=routing):
+                    for x in hosts:
+                        xf.write(_host_element(topology.nodes[x], x, precision), "\n")
+                        stats.hosts += 1
+                    links = list(topology.iter_links())
+                    for a, b, data in links:
+                        xf.write(_link_element(a, b, data), "\n")
+                        stats.links += 1
+                    if routing == "Cluster":
+                        for a, b, _ in links:
+                            npu, sw = (a, b) if topology.is_host(a) else (b, a)
+                            name = link_id(a, b)
+                            # the compiler's direction for npu -> switch: UP when npu < switch
+                            up, down = ("UP", "DOWN") if npu < sw else ("DOWN", "UP")
+                            xf.write(etree.Element("host_link", id=npu, up=f"{name}_{up}", down=f"{name}_{down}"), "\n")
+                            stats.routes += 1
+                    else:
+                        for a, b in _ring_route_order(hosts):  # a < b: the link's UP direction goes a -> b
+                            route = etree.Element("route", src=a, dst=b, symmetrical="YES")
+                            etree.SubElement(route, "link_ctn", id=link_id(a, b), direction="UP")
+                            xf.write(route, "\n")
+                            stats.routes += 1
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return stats
+
+
+def _host_element(data: dict[str, Any], name: str, precision: str) -> Any:
+    """An XPU's ``<host>``, as the compiler writes it (speed at ``precision``, XPU properties)."""
+    el = etree.Element("host", id=name, speed=f"{_num(data[f'{precision}_flops'])}f")
+    etree.SubElement(el, "prop", id="kind", value="xpu")
+    for key in XPU_PROPERTIES:
+        if key in data:
+            value = data[key]
+            etree.SubElement(el, "prop", id=key, value=_num(value) if isinstance(value, (int, float)) else str(value))
+    etree.SubElement(el, "prop", id="precision", value=precision)
+    return el
+
+
+def _link_element(a: str, b: str, data: dict[str, Any]) -> Any:
+    """A link as the compiler writes it (split-duplex, ``lanes x bandwidth``, its kind)."""
+    el = etree.Element(
+        "link",
+        id=link_id(a, b),
+        bandwidth=f"{_num(data['bandwidth'] * data.get('lanes', 1))}Bps",
+        latency=f"{_num(data['latency'])}s",
+        sharing_policy="SPLITDUPLEX",
+    )
+    etree.SubElement(el, "prop", id="kind", value=str(data.get("link_kind", "generic")))
+    return el

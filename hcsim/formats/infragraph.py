@@ -8,8 +8,10 @@ the graph's order), ``memory`` to memory nodes, every other type to a switch, ed
 full-duplex links with their ``bandwidth`` and ``latency`` (or ``link_bandwidth`` /
 ``link_latency`` when a link declares none).
 
-Invariant: a link without a byte rate or a latency is a one-line error naming it;
-components with no edge and self-loops carry no traffic, are left out and counted in
+Invariant: a file whose instances would expand past :data:`MAX_COMPONENTS` components
+(or :data:`MAX_EDGES` links) is refused before expansion, naming the instance; a link
+without a byte rate or a latency is a one-line error naming it; components with no edge
+and self-loops carry no traffic, are left out and counted in
 ``graph["infragraph_dropped"]``. See docs/formats.md.
 """
 
@@ -27,7 +29,7 @@ from hcsim.platform.devices import Device
 from hcsim.platform.topology import Topology
 from hcsim.units import parse_bandwidth, parse_time
 
-__all__ = ["read_infragraph", "infragraph_topology", "is_infragraph"]
+__all__ = ["read_infragraph", "infragraph_topology", "is_infragraph", "MAX_COMPONENTS", "MAX_EDGES"]
 
 _UNITS = {"Gbps": "Gbps", "GBps": "GBps", "ms": "ms", "us": "us", "ns": "ns"}
 SWITCH_KIND = {"switch": "generic", "nic": "nic", "cpu": "cpu"}
@@ -65,6 +67,7 @@ def read_infragraph(
         from infragraph.infragraph_service import InfraGraphService
     except ImportError:
         raise HcsimError("reading InfraGraph needs the infragraph package (pip install 'infragraph>=3.1,<4')") from None
+    _check_size(text, path)
     service = InfraGraphService()
     try:
         with warnings.catch_warnings():  # it warns of unlinked components, which hcsim counts itself
@@ -77,6 +80,61 @@ def read_infragraph(
     return infragraph_topology(
         graph, xpu, link_bandwidth=link_bandwidth, link_latency=link_latency, where=f"InfraGraph file '{path}'"
     )
+
+
+MAX_COMPONENTS = 1_000_000
+"""Most components an InfraGraph file may expand to (instances x components of their device)."""
+MAX_EDGES = 4_000_000
+"""Most links an InfraGraph file may expand to (a many2many edge joins every pair of its two ends)."""
+
+
+def _count(value: Any) -> int:
+    """A declared count as an int (the package refuses the ones that are not; they count as 1 here)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1
+
+
+def _check_size(text: str, path: str) -> None:
+    """Refuse, before the package expands it, a file whose instances x components pass :data:`MAX_COMPONENTS`
+    or whose edges pass :data:`MAX_EDGES` (an upper bound: a many2many edge counts both devices' components)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError):
+        return  # the package says what is wrong with it
+    if not isinstance(data, dict):
+        return
+    devices = {}
+    for d in data.get("devices") or []:
+        if isinstance(d, dict):
+            comps = [c for c in d.get("components") or [] if isinstance(c, dict)]
+            parts = {str(c.get("name")): _count(c.get("count", 1)) for c in comps}
+            pairs = sum(_count(c.get("count", 1)) ** 2 for c in comps)  # many2many inside a device, at worst
+            devices[str(d.get("name"))] = (sum(parts.values()), pairs * max(1, len(d.get("edges") or [])))
+    components = edges = 0
+    for inst in data.get("instances") or []:
+        if not isinstance(inst, dict):
+            continue
+        n = _count(inst.get("count", 1))
+        size, links = devices.get(str(inst.get("device")), (0, 0))
+        if n > MAX_COMPONENTS or n * size > MAX_COMPONENTS:
+            raise HcsimError(
+                f"InfraGraph file '{path}': instance '{inst.get('name')}' (count {n}) of device "
+                f"'{inst.get('device')}' ({size} components each) expands to {n * size} components "
+                f"(valid: at most {MAX_COMPONENTS} in all)"
+            )
+        components += n * size
+        edges += n * links
+    if components > MAX_COMPONENTS:
+        raise HcsimError(
+            f"InfraGraph file '{path}': its instances expand to {components} components "
+            f"(valid: at most {MAX_COMPONENTS} in all; lower the instances' count)"
+        )
+    if edges > MAX_EDGES:
+        raise HcsimError(
+            f"InfraGraph file '{path}': its devices' edges may expand to {edges} links "
+            f"(valid: at most {MAX_EDGES}; lower a component's or an instance's count)"
+        )
 
 
 def _quantity(text: Any, parse: Any, what: str) -> float:

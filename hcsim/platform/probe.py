@@ -1,30 +1,45 @@
-"""Load a compiled platform in SimGrid and measure it: counts, routes, transfers, computations.
+"""Load a platform in SimGrid and measure it: counts, routes, transfers, computations; refuse what SimGrid crashes on.
 
-These are the platform layer's own checks (``hcsim platform check``, the exactness
-tests, the demo); the workload engine builds on the same loading path. Each public
-function runs SimGrid in a child process (:func:`hcsim.simgrid_runtime.run_isolated`), so it can be
-called any number of times from one Python session.
+These are the platform layer's own checks (``hcsim platform check``, ``run --platform``,
+the exactness tests, the demo); the workload engine builds on the same loading path.
+:func:`precheck_platform` reads the file without SimGrid and refuses what SimGrid 4.1
+aborts or segfaults on (no zone, models it lacks, Wifi and 'None' zones, profiles,
+malformed values); :func:`host_facts` and :func:`check_platform` load it in a child and
+resolve a route between every two XPUs a run will pick. Each public function runs SimGrid
+in a forked child (:func:`hcsim.simgrid_runtime.run_isolated`) whose standard error is
+kept: SimGrid aborting or crashing there becomes one HcsimError line with its own reason.
+
+Invariant: no platform file makes SimGrid abort or crash in these functions without the
+caller getting one line; a pair of XPUs they report routed, SimGrid routes. Guide:
+docs/platform.md, "SimGrid never crashes under hcsim".
 """
 
 from __future__ import annotations
 
-import math
+import faulthandler
+import mmap
 import os
 import re
+import signal
+import sys
+import tempfile
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from lxml import etree
 
 from hcsim.errors import HcsimError
-from hcsim.files import check_input_file
+from hcsim.platform.precheck import precheck_platform
 from hcsim.platform.simgrid_files import HostFacts, choose_xpus, count_links, model_in_force, read_declared
-from hcsim.platform.topology import MAX_LATENCY, MIN_BANDWIDTH
 from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
-from hcsim.units import parse_bandwidth, parse_flops, parse_time
+
+T = TypeVar("T")
 
 __all__ = [
+    "MAX_ROUTE_CHECKS",
+    "MAX_RUN_XPUS",
     "PlatformSummary",
     "precheck_platform",
     "check_platform",
@@ -32,6 +47,7 @@ __all__ = [
     "simulate_transfers",
     "simulate_compute",
     "simgrid_route",
+    "unrouted_pairs",
 ]
 
 
@@ -50,165 +66,7 @@ class PlatformSummary:
     coherent: bool | None = None  # the file's root-zone 'coherent' property, if any
     xpus_without_memory: int = 0  # XPUs (as run would pick them) without a 'memory' property
     xpus_how: str = ""  # how the XPUs were picked (see hcsim.platform.simgrid_files.choose_xpus)
-
-
-VERSIONS = ("4", "4.0", "4.1")
-"""Platform format versions SimGrid 4.1 loads."""
-
-# attributes holding a rate, a bandwidth or a time, on whichever element carries them
-_QUANTITIES = {
-    "speed": "speed",
-    "bandwidth": "bandwidth",
-    "bw": "bandwidth",
-    "bw_in": "bandwidth",
-    "bw_out": "bandwidth",
-    "bb_bw": "bandwidth",
-    "loopback_bw": "bandwidth",
-    "limiter_link": "bandwidth",
-    "latency": "latency",
-    "lat": "latency",
-    "bb_lat": "latency",
-    "loopback_lat": "latency",
-}
-ROUTINGS = ("Full", "Floyd", "Dijkstra", "DijkstraCache", "None", "Vivaldi", "Cluster", "Wifi")
-"""Zone routing models SimGrid 4.1 builds from XML (any other name aborts it)."""
-_REQUIRED = {"host": ("speed",), "link": ("bandwidth",), "backbone": ("bandwidth", "latency")}
-_VALID = {
-    "speed": "rates > 0 such as '1Gf', comma-separated per power state",
-    "bandwidth": f"a finite rate >= {MIN_BANDWIDTH:g} B/s such as '1GBps'",
-    "latency": f"a time >= 0 and at most {MAX_LATENCY:g} s such as '1us'",
-}
-_LEADING_NUMBER = re.compile(r"^\s*([-+]?(?:nan|inf(?:inity)?|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))(.*)$", re.I)
-
-
-def _quantity_ok(kind: str, text: str) -> bool:
-    """Whether one SimGrid quantity is in range; units SimGrid knows and hcsim does not are left to SimGrid."""
-    match = _LEADING_NUMBER.match(text)
-    if not match:
-        return True  # not a number: SimGrid's parser names it
-    number = float(match.group(1))
-    if math.isnan(number) or math.isinf(number) or number < 0 or (number == 0 and kind != "latency"):
-        return False
-    parse = {"speed": parse_flops, "bandwidth": parse_bandwidth, "latency": parse_time}[kind]
-    try:
-        value = parse(text.strip(), kind)
-    except HcsimError:
-        return True
-    if kind == "bandwidth":
-        return value >= MIN_BANDWIDTH
-    if kind == "latency":
-        return value <= MAX_LATENCY
-    return value > 0
-
-
-_CHECKED = ("platform", "zone", "AS", "host", "cluster", "cabinet", "peer", "link", "backbone", "route")
-"""The elements :func:`precheck_platform` reads."""
-
-
-class _FullZoneRoutes:
-    """Hosts and routes of each zone, to find two hosts of a ``Full`` zone without a route.
-
-    SimGrid 4.1 loads such a zone and aborts the run at the first transfer between them
-    ("there is no connecting path between these two hosts").
-    """
-
-    def __init__(self) -> None:
-        self.hosts: dict[str, list[str]] = {}
-        self.routes: dict[str, set[tuple[str, str]]] = {}
-        self.parents: set[str] = set()  # zones with sub-zones: routed through gateways, not checked here
-
-    def add(self, el: etree._Element) -> None:
-        zone = el.getparent().get("id", "")
-        if el.tag == "host":
-            self.hosts.setdefault(zone, []).append(el.get("id", "?"))
-        elif el.tag == "route":
-            pair = (el.get("src", ""), el.get("dst", ""))
-            routes = self.routes.setdefault(zone, set())
-            routes.add(pair)
-            if el.get("symmetrical", "YES").upper() != "NO":
-                routes.add(pair[::-1])
-        elif el.tag in ("zone", "AS"):
-            self.parents.add(zone)
-
-    def missing(self, zone: etree._Element) -> tuple[str, str] | None:
-        """Two hosts of ``zone`` (just ended) joined by no route, if it is a Full zone without sub-zones."""
-        name = zone.get("id", "")
-        hosts, routes = self.hosts.pop(name, []), self.routes.pop(name, set())
-        if zone.get("routing") != "Full" or name in self.parents:
-            return None
-        for i, a in enumerate(hosts):
-            for b in hosts[i + 1 :]:
-                if (a, b) not in routes or (b, a) not in routes:
-                    return (a, b) if (a, b) not in routes else (b, a)
-        return None
-
-
-def _element_problems(el: etree._Element, where: str) -> list[str]:
-    """What is wrong with one element's routing, cores, speeds, bandwidths and latencies."""
-    problems = []
-    name = f"{el.tag} '{el.get('id', '?')}'"
-    routing = el.get("routing")
-    if el.tag in ("zone", "AS") and routing is not None and routing not in ROUTINGS:
-        problems.append(f"{where}: {name} has routing '{routing}' (valid: {', '.join(ROUTINGS)})")
-    core = el.get("core")
-    if el.tag in ("host", "cluster") and core is not None and not (core.strip().isdigit() and int(core) >= 1):
-        problems.append(f"{where}: {name} has core '{core}' (valid: an integer >= 1)")
-    for attr in _REQUIRED.get(el.tag, ()):
-        if el.get(attr) is None:
-            problems.append(f"{where}: {name} has no {attr} (valid: {_VALID[_QUANTITIES[attr]]})")
-    for attr, text in el.attrib.items():
-        kind = _QUANTITIES.get(attr)
-        parts = text.split(",") if kind == "speed" else [text]
-        if kind is not None and not all(_quantity_ok(kind, part) for part in parts):
-            problems.append(f"{where}: {name} has {attr} '{text}' (valid: {_VALID[kind]})")
-    return problems
-
-
-def precheck_platform(path: str | os.PathLike[str]) -> str:
-    """Refuse, in one line, a platform file SimGrid would reject with a crash or accept and then abort on.
-
-    SimGrid 4.1 loads a host of speed ``-1f`` or a ``0Bps`` link without a word and then
-    stops the run with "The Impossible Did Happen"; a bad version or a broken file gets
-    a multi-line banner. Checked here: the file, its XML, the root and its version, and
-    every speed, bandwidth and latency. Entities are not expanded (a platform has no use
-    for them; this keeps entity bombs and external entities out). Returns the path.
-    """
-    path = check_input_file(path, "platform file", "an XML file from 'hcsim platform build'")
-    where = f"platform file '{path}'"
-    problems: list[str] = []  # the first is reported, once the whole file is known to be XML
-    events = etree.iterparse(
-        path, events=("end",), tag=_CHECKED, load_dtd=False, no_network=True, resolve_entities=False
-    )
-    root = None
-    full = _FullZoneRoutes()
-    try:
-        for _, el in events:
-            if el.getparent() is None:
-                root = el  # a <platform> root ends the file; its own attributes are checked below
-                break
-            if not problems:
-                problems.extend(_element_problems(el, where))
-                full.add(el)
-                pair = full.missing(el) if el.tag in ("zone", "AS") else None
-                if pair:
-                    problems.append(
-                        f"{where}: zone '{el.get('id')}' has no route from host '{pair[0]}' to host '{pair[1]}' "
-                        "(valid: a <route> between every two hosts of a Full zone)"
-                    )
-            el.clear(keep_tail=True)  # 4096-XPU platforms hold ~100k routes: keep memory flat
-    except etree.XMLSyntaxError as exc:
-        raise HcsimError(f"{where} is not valid XML: {exc}") from None
-    root = events.root if root is None else root  # another root element was not among the tags
-    version = root.get("version")
-    if root.tag != "platform":
-        raise HcsimError(f"{where}: root element is <{root.tag}>, expected <platform>")
-    if version is None:
-        raise HcsimError(f'{where} has no version (valid: <platform version="4.1">, SimGrid 4.1\'s format)')
-    if version.strip() not in VERSIONS:
-        raise HcsimError(f"{where} has version '{version}' (valid: {', '.join(VERSIONS)}; SimGrid 4.1 loads 4.1)")
-    if problems:
-        raise HcsimError(problems[0])
-    return path
+    facts: HostFacts | None = None  # the hosts, and the routes resolved between the XPUs (HostFacts.unrouted)
 
 
 def _facts(engine: Any) -> HostFacts:
@@ -229,9 +87,134 @@ def _facts(engine: Any) -> HostFacts:
     )
 
 
-def _summary(path: str) -> tuple[PlatformSummary, HostFacts]:
+MAX_RUN_XPUS = 4096
+"""XPUs a run on a platform file takes at most (the largest built system, docs/platform.md "Limits")."""
+MAX_ROUTE_CHECKS = 40_000
+"""Routes :func:`host_facts` resolves at most: every ordered pair of up to 200 XPUs outside clusters.
+
+SimGrid resolves one in 3.5 us (a flat zone) to 30 us (a compiled 512-XPU CXL system, three
+zone levels): about 1 s at most at the start of a run. Past it, a sample (docs/platform.md).
+"""
+
+
+@dataclass
+class _Layout:
+    """What the probe reads from the file itself: clusters, bypassed points, Dijkstra zones' graphs."""
+
+    clusters: set[str]
+    pinned: set[str]  # points a bypass route names (never grouped)
+    dijkstra: dict[str, str]  # host -> its Dijkstra zone, for hosts directly in one
+    edges: dict[str, dict[str, set[str]]]  # Dijkstra zone -> point -> points its routes reach in one hop
+
+    def unreachable(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` sit in one Dijkstra zone whose routes do not join them.
+
+        SimGrid 4.1 crashes resolving such a route (a segmentation fault, not its "No route"
+        exception), so the probe answers it from the file instead.
+        """
+        zone = self.dijkstra.get(a)
+        if zone is None or zone != self.dijkstra.get(b):
+            return False
+        edges, seen, todo = self.edges.get(zone, {}), {a}, [a]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return b not in seen
+
+
+def _layout(path: str) -> _Layout:
+    """Read the file's clusters, bypass routes and Dijkstra zones (see :class:`_Layout`)."""
+    layout = _Layout(set(), set(), {}, {})
+    for _, el in etree.iterparse(
+        path, events=("end",), tag=("cluster", "bypassRoute", "bypassZoneRoute", "bypassASroute", "route", "host"),
+        load_dtd=False, no_network=True, resolve_entities=False,
+    ):  # fmt: skip
+        parent = el.getparent()
+        dijkstra = parent is not None and parent.get("routing") in ("Dijkstra", "DijkstraCache")
+        if el.tag == "cluster":
+            layout.clusters.add(el.get("id", ""))
+        elif el.tag == "host" and dijkstra:
+            layout.dijkstra[el.get("id", "")] = parent.get("id", "")
+        elif el.tag == "route" and dijkstra:
+            edges = layout.edges.setdefault(parent.get("id", ""), {})
+            src, dst = el.get("src", ""), el.get("dst", "")
+            edges.setdefault(src, set()).add(dst)
+            if el.get("symmetrical", "YES").upper() != "NO":
+                edges.setdefault(dst, set()).add(src)
+        elif el.tag != "host":
+            layout.pinned.update((el.get("src", ""), el.get("dst", "")))
+        el.clear(keep_tail=True)
+    return layout
+
+
+def _groups(engine: Any, layout: _Layout, xpus: list[str]) -> dict[str, str]:
+    """Each XPU's route group: the first XPU of its ``<cluster>``, or itself.
+
+    Every node of a cluster reaches the cluster's router over its own links, and SimGrid
+    routes from that router whoever sent: a route leaves a cluster from any of its nodes
+    exactly when it leaves from one of them (unless a bypass route names a node).
+    """
+    clusters, pinned = layout.clusters, layout.pinned
+    zone = {}
+    for netzone in engine.all_netzones:
+        if netzone.name in clusters and netzone.name not in pinned:
+            for host in netzone.all_hosts:
+                zone[host.name] = netzone.name
+    first: dict[str, str] = {}
+    group = {}
+    for x in xpus:
+        key = zone.get(x) if x not in pinned else None
+        group[x] = x if key is None else first.setdefault(key, x)
+    return group
+
+
+def _pairs(xpus: list[str], group: dict[str, str], memory: dict[str, list[str]]) -> tuple[list[tuple[str, str]], bool]:
+    """The ordered pairs whose route stands for every XPU pair (and XPU-memory pair), and whether they are a sample."""
+    members: dict[str, list[str]] = {}
+    for x in xpus:
+        members.setdefault(group[x], []).append(x)
+    reps = list(members)
+    inside = [(m[0], m[1]) for m in members.values() if len(m) > 1] + [
+        (m[1], m[0]) for m in members.values() if len(m) > 1
+    ]
+    to_memory = [(x, m) for x in xpus for m in memory.get(x, ()) if m != x]
+    to_memory += [(m, x) for x, m in to_memory]
+    n = len(reps)
+    if n * (n - 1) + len(inside) + len(to_memory) <= MAX_ROUTE_CHECKS:
+        return [(a, b) for a in reps for b in reps if a != b] + inside + to_memory, False
+    ring = [(reps[i], reps[(i + 1) % n]) for i in range(n)] + [(reps[(i + 1) % n], reps[i]) for i in range(n)]
+    star = [(reps[0], b) for b in reps[1:]] + [(b, reps[0]) for b in reps[1:]]
+    return list(dict.fromkeys(ring + star + inside + to_memory)), True
+
+
+def _resolve(engine: Any, layout: _Layout, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs SimGrid has no route for: no link and no latency (its "no connecting path"), or "No route"."""
+    hosts = {h.name: h for h in engine.all_hosts}
+    missing = []
+    for a, b in pairs:
+        if layout.unreachable(a, b):
+            missing.append((a, b))
+            continue
+        if _MARK is not None:  # the pair being resolved, for the parent to name if SimGrid crashes on it
+            note = f"{a}\0{b}".encode()[: len(_MARK) - 1] + b"\0\0"
+            _MARK[: len(note)] = note
+        try:
+            links, latency = hosts[a].route_to(hosts[b])
+        except ValueError as exc:  # a Floyd zone: "No route from 'a' to 'b'"
+            if "No route" not in str(exc):
+                raise
+            links, latency = [], 0.0
+        if not links and not latency > 0:
+            missing.append((a, b))
+    return missing
+
+
+def _probe(path: str, xpus_from: str | None, config: tuple[str, ...]) -> tuple[PlatformSummary, HostFacts]:
+    """In the child: load ``path``, count what SimGrid built, and resolve the routes between the XPUs."""
     t0 = time.perf_counter()
-    engine = load_platform(path)
+    engine = load_platform(path, config=config)
     elapsed = time.perf_counter() - t0
     hosts = engine.all_hosts
     kinds = [h.get_property("kind") for h in hosts]
@@ -246,32 +229,135 @@ def _summary(path: str) -> tuple[PlatformSummary, HostFacts]:
         links=count_links([link.name for link in engine.all_links]),
         load_seconds=elapsed,
     )
-    return summary, _facts(engine)
+    facts = _facts(engine)
+    if xpus_from is None:
+        return summary, facts
+    xpus, _ = choose_xpus(facts, xpus_from, path)
+    by_name = {h.name: h for h in hosts}
+    memory = {
+        x: [m for m in (by_name[x].get_property("host_memory"), by_name[x].get_property("cxl_memory")) if m in by_name]
+        for x in xpus
+    }
+    engine.run()  # no actor: it only seals the platform, as a run does (Dijkstra zones resolve nothing before)
+    layout = _layout(path)
+    group = _groups(engine, layout, xpus)
+    pairs, sampled = _pairs(xpus, group, memory)
+    missing = _resolve(engine, layout, pairs)
+    facts = replace(
+        facts,
+        unrouted=tuple(missing),
+        route_groups={x: g for x, g in group.items() if g != x},
+        route_pairs=len(pairs),
+        route_sampled=sampled,
+    )
+    return summary, facts
+
+
+_SIMGRID_LINE = re.compile(r"\[[^\]]*/(?:CRITICAL|ERROR)\]\s*(.+)|what\(\):\s*(.+)")
+_ADDRESS = re.compile(r"\s*\(0x[0-9a-f]+\)|\s*0x[0-9a-f]+")
+
+
+def _simgrid_message(text: str) -> str:
+    """SimGrid's own one-line reason in what it printed before aborting (addresses dropped)."""
+    for line in text.splitlines():
+        match = _SIMGRID_LINE.search(line)
+        if match:
+            return _ADDRESS.sub("", (match.group(1) or match.group(2)).strip())
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("Backtrace")]
+    return _ADDRESS.sub("", lines[0]) if lines else ""
+
+
+def _captured(log: int, fn: Callable[..., T], *args: Any) -> T:
+    """In the child: SimGrid's stderr goes to ``log`` (the parent shows it, or makes it one line)."""
+    sys.stderr.flush()
+    os.dup2(log, 2)
+    faulthandler.disable()  # SimGrid's abort is reported by the parent, not as a Python dump on another fd
+    return fn(*args)
+
+
+def _isolated(fn: Callable[..., T], path: str, *args: Any) -> T:
+    """``fn(path, *args)`` in a SimGrid child; SimGrid aborting or crashing there becomes one HcsimError line."""
+    global _MARK
+    with tempfile.TemporaryFile() as log, mmap.mmap(-1, 4096) as mark:  # unnamed file, shared anonymous memory
+        _MARK = mark
+        try:
+            result = run_isolated(_captured, log.fileno(), fn, path, *args)
+        except (HcsimError, RuntimeError) as exc:
+            log.seek(0)
+            text = log.read().decode("utf-8", "replace")
+            said = _simgrid_message(text)
+            if "stopped without an answer" in str(exc):
+                code = re.search(r"exit code (-?\d+)", str(exc))
+                number = int(code.group(1)) if code else 0
+                how = f"crashed ({signal.Signals(-number).name})" if number < 0 and -number in _SIGNALS else "stopped"
+                reason = said or "no message"
+                src, _, dst = mark[:].split(b"\0\0")[0].decode("utf-8", "replace").partition("\0")
+                where = f" resolving the route from host '{src}' to host '{dst}'" if dst else ""
+                valid = "a route SimGrid resolves between them, e.g. a <zoneRoute> between their zones"
+                valid = valid if dst else "a file SimGrid runs"
+                raise HcsimError(f"platform file '{path}': SimGrid {how}{where}: {reason} (valid: {valid})") from None
+            if isinstance(exc, RuntimeError):  # a Python exception in the child: SimGrid's bindings raised
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise HcsimError(f"platform file '{path}': SimGrid refused it: {first}") from None
+            raise
+        finally:
+            _MARK = None
+        log.seek(0)
+        text = log.read().decode("utf-8", "replace")
+    if text:
+        sys.stderr.write(text)  # warnings SimGrid printed while all went well
+    return result
+
+
+_SIGNALS = {int(s) for s in signal.Signals}
+_MARK: mmap.mmap | None = None  # while a probe runs: shared with its child, which notes the route it resolves
 
 
 def check_platform(path: str | os.PathLike[str], xpus_from: str = "auto") -> PlatformSummary:
-    """Load ``path`` in SimGrid and count what it holds (XPUs as ``hcsim run --xpus-from`` would pick them)."""
+    """Load ``path`` in SimGrid, count what it holds and resolve a route between every two of its XPUs.
+
+    The XPUs are those ``hcsim run --xpus-from`` would pick; ``summary.facts.unrouted``
+    lists the pairs SimGrid has no route for.
+    """
     path = precheck_platform(os.fspath(path))
     declared = read_declared(path)
-    summary, facts = run_isolated(_summary, path)
+    summary, facts = _isolated(_probe, path, xpus_from, ())
     xpus, summary.xpus_how = choose_xpus(facts, xpus_from, path)
     summary.xpus = len(xpus)
     summary.xpus_without_memory = sum(1 for x in xpus if x in facts.without_memory)
     summary.network_model = model_in_force(declared, "file")
     summary.coherent = declared.coherent
+    summary.facts = facts
     return summary
 
 
-def _host_facts(path: str) -> HostFacts:
-    engine = load_platform(path)
-    facts = _facts(engine)
-    del engine
+def host_facts(path: str | os.PathLike[str], xpus_from: str | None = None, config: tuple[str, ...] = ()) -> HostFacts:
+    """The hosts of a platform file: all of them, those with kind=xpu, those without a memory property.
+
+    With ``xpus_from``, also the routes between the XPUs it picks (as :func:`check_platform`),
+    with SimGrid configured by ``config`` (``--cfg`` items) as the run will be.
+    """
+    path = precheck_platform(os.fspath(path))
+    facts = _isolated(_probe, path, xpus_from, tuple(config))[1]
+    if xpus_from is not None:
+        xpus, how = choose_xpus(facts, xpus_from, path)
+        if len(xpus) > MAX_RUN_XPUS:
+            raise HcsimError(
+                f"platform file '{path}': {len(xpus)} XPUs ({how}) is more than a run takes (valid: at most "
+                f"{MAX_RUN_XPUS}, as the largest built system; kind=xpu on fewer hosts and --xpus-from property)"
+            )
     return facts
 
 
-def host_facts(path: str | os.PathLike[str]) -> HostFacts:
-    """The hosts of a platform file: all of them, those with kind=xpu, those without a memory property."""
-    return run_isolated(_host_facts, precheck_platform(os.fspath(path)))
+def _unrouted(path: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    engine = load_platform(path)
+    engine.run()  # seal the platform, as a run does
+    return _resolve(engine, _layout(path), pairs)
+
+
+def unrouted_pairs(path: str | os.PathLike[str], pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Those of ``pairs`` (host names) SimGrid has no route for; for a run past the sample of :func:`host_facts`."""
+    return _isolated(_unrouted, precheck_platform(os.fspath(path)), list(pairs))
 
 
 def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float]:
@@ -293,7 +379,7 @@ def _transfers(path: str, transfers: list[tuple[str, str, float]]) -> list[float
 
 def simulate_transfers(path: str | os.PathLike[str], transfers: list[tuple[str, str, float]]) -> list[float]:
     """Start every (src, dst, bytes) transfer at time 0; return each one's completion time."""
-    return run_isolated(_transfers, precheck_platform(os.fspath(path)), list(transfers))
+    return _isolated(_transfers, precheck_platform(os.fspath(path)), list(transfers))
 
 
 def _compute(path: str, host: str, flops: float) -> float:
@@ -312,7 +398,7 @@ def _compute(path: str, host: str, flops: float) -> float:
 
 def simulate_compute(path: str | os.PathLike[str], host: str, flops: float) -> float:
     """Time SimGrid takes to execute ``flops`` on ``host`` alone."""
-    return run_isolated(_compute, precheck_platform(os.fspath(path)), host, flops)
+    return _isolated(_compute, precheck_platform(os.fspath(path)), host, flops)
 
 
 def _route(path: str, src: str, dst: str) -> tuple[list[str], float]:
@@ -326,4 +412,4 @@ def _route(path: str, src: str, dst: str) -> tuple[list[str], float]:
 
 def simgrid_route(path: str | os.PathLike[str], src: str, dst: str) -> tuple[list[str], float]:
     """The links SimGrid itself resolves from ``src`` to ``dst``, and their total latency."""
-    return run_isolated(_route, precheck_platform(os.fspath(path)), src, dst)
+    return _isolated(_route, precheck_platform(os.fspath(path)), src, dst)

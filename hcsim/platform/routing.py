@@ -55,6 +55,8 @@ class Router:
         self.gateways = topology.gateways()
         self.pinned = topology.routes()
         self.transit = bool(topology.graph.get("host_transit", False))
+        # hosts looked up once: the Dijkstra weight below asks for every edge it relaxes
+        self._hosts = frozenset(n for n in topology.nodes if topology.is_host(n))
         self._zone_of = topology.zone_of()
         self.members: dict[str, list[str]] = {z: [] for z in self.tree}
         for n, z in self._zone_of.items():
@@ -83,11 +85,11 @@ class Router:
 
     def shortest_paths(self, graph: nx.Graph, source: str, targets: Iterable[str]) -> dict[str, list[str]]:
         """Latency-weighted shortest paths from ``source`` to each target; hosts not transit."""
-        topo = self.topology
+        hosts = self._hosts
         transit = self.transit
 
         def weight(u: str, _v: str, d: dict) -> int | None:
-            if u != source and not transit and topo.is_host(u):
+            if u != source and not transit and u in hosts:
                 return None
             return d["w"]
 

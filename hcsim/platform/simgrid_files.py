@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lxml import etree
 
@@ -70,6 +71,19 @@ class HostFacts:
     hosts: list[str]  # every host, in SimGrid's (name) order
     by_property: list[str]  # hosts with kind=xpu, in rank order
     without_memory: frozenset[str]  # hosts without a 'memory' property
+    unrouted: tuple[tuple[str, str], ...] = ()  # ordered pairs of XPUs (or XPU and memory) SimGrid has no route for
+    route_groups: dict[str, str] = field(default_factory=dict)  # XPU -> the XPU whose routes stand for its own
+    route_pairs: int = 0  # ordered pairs whose route was resolved (after grouping the nodes of a <cluster>)
+    route_sampled: bool = False  # too many pairs: ring neighbours and pairs with the first XPU only
+
+    def unrouted_between(self, a: str, b: str) -> bool:
+        """Whether SimGrid has no route from ``a`` to ``b`` (XPUs, or an XPU and its memory)."""
+        return (self.route_groups.get(a, a), self.route_groups.get(b, b)) in self._unrouted_keys
+
+    @cached_property
+    def _unrouted_keys(self) -> frozenset[tuple[str, str]]:
+        key = self.route_groups.get
+        return frozenset((key(a, a), key(b, b)) for a, b in self.unrouted)
 
 
 def _truth(value: str, path: str) -> bool:

@@ -90,7 +90,8 @@ def test_op_seconds_linear_uses_the_operator_flops_and_shape():
     )
     assert op_seconds(op, "bwd", "bf16", H100) == pytest.approx(bwd, rel=1e-12)
     fp8 = max(f / (1979e12 * H100.gemm_fraction["fp8"] * wave_efficiency(m, n, (tm, tn), 132)), b / 2668e9)
-    assert op_seconds(op, "fwd", "fp8", H100) == pytest.approx(fp8 + 2.5e-6, rel=1e-12)
+    quantize = m * k * 4 / 2668e9 + 2.5e-6  # the FP8 input cast row-wise + column-wise (TE), one kernel
+    assert op_seconds(op, "fwd", "fp8", H100) == pytest.approx(fp8 + 2.5e-6 + quantize, rel=1e-12)
 
 
 def test_op_without_shape_falls_back_to_the_roofline():
@@ -166,3 +167,28 @@ def test_bad_input_is_one_line():
         with pytest.raises(HcsimError) as err:
             call()
         assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_experts_op_is_a_grouped_gemm_with_token_permutation():
+    """Local experts run as one grouped GEMM (each group pads its rows to whole tiles) plus the
+    dispatcher's permute and un-permute (two memory-bound kernels over pairs x hidden BF16 values)."""
+    from hcsim.calibration.compute import grouped_efficiency
+
+    pairs, up, h, groups = 8 * 200, 2 * 1024, 2048, 8  # 200 rows per expert: two 128-row tiles, 72 wasted
+    f, b = 2.0 * pairs * up * h, 1e3
+    op = _op("experts", f, 2 * f, b, 2 * b, gemm=(pairs, up, h))
+    grouped = SimpleNamespace(**{**op.__dict__, "groups": groups})
+    tm, tn = H100.tiles[0]
+    rows = -(-pairs // groups)
+    tiles = groups * -(-rows // tm) * -(-up // tn)
+    eff = pairs * up / (-(-tiles // 132) * 132 * tm * tn)
+    assert grouped_efficiency(pairs, up, groups, (tm, tn), 132) == pytest.approx(eff, rel=1e-12)
+    permute = 2 * (2 * pairs * h * 2) / 2668e9 + 2 * 2.5e-6
+    rate = 989.4e12 * H100.gemm_fraction["bf16"]
+    assert op_seconds(grouped, "fwd", "bf16", H100) == pytest.approx(f / (rate * eff) + 2.5e-6 + permute, rel=1e-12)
+    one = max(f / (rate * wave_efficiency(pairs, up, (tm, tn), 132)), b / 2668e9) + 2.5e-6 + permute
+    assert op_seconds(op, "fwd", "bf16", H100) == pytest.approx(one, rel=1e-12)  # one local expert: still dispatched
+    assert op_seconds(grouped, "fwd", "bf16", H100) > op_seconds(op, "fwd", "bf16", H100)  # padding
+    bad = SimpleNamespace(**{**op.__dict__, "groups": 0})
+    with pytest.raises(HcsimError, match="groups 0"):
+        op_seconds(bad, "fwd", "bf16", H100)

@@ -115,3 +115,39 @@ def test_bad_files_are_one_line(tmp_path: Path, text: str, match: str) -> None:
     with pytest.raises(HcsimError, match=match) as e:
         read_aicb(f, X, xpu_flops=RATE)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("ga", [1, 2])
+def test_pipeline_sends_gradient_before_its_allreduce(tmp_path: Path, ga: int) -> None:
+    """TP2 PP2 DP2 on a star of 8, one layer per stage, a hand-worked GPipe timeline.
+
+    A hop is X = 2L + P/B (two star links); a ring allreduce over the 2 data-parallel
+    ranks is AR = 2 (2L + S/(2B)). Stage 1 runs its last backward, sends the gradient
+    back, and only then allreduces and updates; stage 0, the last to finish, ends at
+    (ga+1) F + 2 ga X + (ga+1)(I + G) + AR + U (F, I, G, U: forward, input-gradient,
+    weight-gradient and update times). Sending after the allreduce and update
+    (the old order) made it exactly AR + U later.
+    """
+    f_ns, i_ns, g_ns, u_ns, s, pp_bytes = 3000, 5000, 7000, 1100, 8388608, 1048576
+    line = f"\t-1\t{f_ns}\tNONE\t0\t{i_ns}\tNONE\t0\t{g_ns}\tALLREDUCE\t{s}\t{u_ns}\n"
+    text = (
+        f"HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 2 ga: {ga} all_gpus: 8 "
+        f"pp_comm: {pp_bytes}\n2\nfirst{line}second{line}"
+    )
+    f = tmp_path / "tp2pp2dp2.txt"
+    f.write_text(text)
+    lat, bw = 1e-6, 100e9
+    topo = star(8, "H100", bandwidth=bw, latency=lat)
+    path = str(tmp_path / "star.xml")
+    compile_platform(topo, path)
+    w = read_aicb(f, topo.xpus(), xpu_flops={x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
+    hop = 2 * lat + pp_bytes / bw
+    ar = 2 * (2 * lat + s / (2 * bw))
+    fw, ig, wg, up = (v * 1e-9 for v in (f_ns, i_ns, g_ns, u_ns))
+    closed = (ga + 1) * fw + 2 * ga * hop + (ga + 1) * (ig + wg) + ar + up
+    assert simulate(path, w, 1).makespan == pytest.approx(closed, rel=1e-9)
+    # on every rank of stage 1, the allreduce waits for the gradient's send (program order)
+    for x in topo.xpus()[4:]:
+        send = next(n for n in w if n.startswith("mb0/grad1->0:") and n.split(":")[1].startswith(f"{x}->"))
+        allreduce = next(n for n in w if n.startswith("L1:second/wg-comm@") and x in w.nodes[n]["scope"])
+        assert w.has_edge(send, allreduce) and not w.edges[send, allreduce]["skip_first_iteration"]

@@ -1,7 +1,7 @@
 """Platforms and topologies written by others, as a new user brings them to hcsim.
 
-SimGrid's own example platforms (tests/data/simgrid_platforms, see its README) carry
-no hcsim properties (GraphML written back by igraph: tests/formats/test_graphml.py). Each
+Platforms in the shape of SimGrid's examples (tests/data/simgrid_platforms, see its README)
+carry no hcsim properties (GraphML written back by igraph: tests/formats/test_graphml.py). Each
 choice hcsim makes for such files must work and be said. Also here: the flags of ``hcsim run``
 that used to disagree (coherence, ``--trace``) and the warnings for silent narrowing.
 """
@@ -19,8 +19,8 @@ from hcsim.platform.probe import simgrid_route
 from hcsim.workload import Workload
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "simgrid_platforms")
-SMALL = os.path.join(DATA, "small_platform.xml")
-CLUSTER = os.path.join(DATA, "cluster_backbone.xml")
+SMALL = os.path.join(DATA, "foreign_full.xml")
+CLUSTER = os.path.join(DATA, "foreign_cluster.xml")
 
 
 def _declared_links(path: str) -> int:
@@ -53,7 +53,7 @@ def test_check_counts_every_declared_link_and_says_the_model(path):
     assert f"warning: {hosts} of {hosts} XPUs have no 'memory' property" in r.stderr
 
 
-def test_small_platform_declares_24_links_where_the_old_count_said_0():
+def test_a_full_platform_declares_24_links_where_the_old_count_said_0():
     assert _declared_links(SMALL) == 24  # 23 links and a FATPIPE loopback; SimGrid adds __loopback__ itself
 
 
@@ -95,7 +95,7 @@ def test_run_uses_every_host_of_a_foreign_platform_and_says_the_model():
 
 
 def test_run_with_raw_model_gives_the_closed_form_of_a_lone_transfer(tmp_path):
-    src, dst = "Tremblay", "Ginette"
+    src, dst = "alpha", "delta"
     size = 10_000_000
     w = Workload()
     w.add_comm("send", size, "p2p", [src, dst], is_start=True)

@@ -16,6 +16,7 @@ from hcsim.collectives.algorithms import (  # noqa: F401 - the rest of the libra
     hierarchical,
     nccl_rings,
     pairwise,
+    ring_alltoall,
     shared_memory,
     topology_ring,
     tree,

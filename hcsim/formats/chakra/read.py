@@ -37,6 +37,15 @@ from hcsim.workload.graph import ALGORITHMS, Workload
 __all__ = ["read_chakra"]
 
 SKIPPED_TYPES = ("METADATA_NODE", "INVALID_NODE")
+PYTORCH_CTRL = "ctrl_deps of a PyTorch trace (call-tree parents)"
+"""In a trace from Chakra's PyTorch converter (its host operators carry ``rf_id`` and
+``op_schema``), ``ctrl_deps`` name each operator's parent in the call tree (the root itself
+is left out of the file, and a CPU operator can name the GPU kernel it waits for): they are
+not followed, as Chakra's own feeder follows ``data_deps`` only; they are counted."""
+PYTORCH_ATTRS = frozenset({"rf_id", "op_schema"})
+HOST_SIDE = ("COMP_NODE", "COMM_COLL_NODE", "COMM_SEND_NODE", "COMM_RECV_NODE")
+"""Node types skipped with ``is_cpu_op`` true: host-side operators of a PyTorch trace (a c10d
+collective's launch has no comm_type; the GPU kernel node that follows it carries the collective)."""
 WORLD = ("", "0")  # pg_name values that mean every rank (ASTRA-sim's default communicator)
 
 Groups = str | os.PathLike[str] | Mapping[str, Sequence[int]]
@@ -172,17 +181,27 @@ def _pg_metadata(node: Any, n: int) -> dict[str, list[int]]:
 
 
 # ---------------------------------------------------------------------- validate
+def is_pytorch(nodes: list[Any]) -> bool:
+    """Whether a rank file came from Chakra's PyTorch converter (a node with ``rf_id`` or ``op_schema``)."""
+    return any(a.name in PYTORCH_ATTRS for node in nodes for a in node.attr)
+
+
 def _validate(trace: _Trace, rank: int, nodes: list[Any], xpu_flops: Mapping[str, float] | float | None) -> None:
     """Check each node of one rank file and sort it: a compute vertex, skipped, a send, a receive or a collective."""
     type_name = schema().NodeType.Name
     n = trace.n
     ids: set[int] = set()
+    pytorch = is_pytorch(nodes)
     for node in nodes:
         where = f"Chakra file '{trace.files[rank]}', node {node.id} ('{node.name}')"
         if node.id in ids:
             raise HcsimError(f"{where}: id {node.id} is a duplicate (node ids must be unique per rank)")
         ids.add(node.id)
-        trace.deps[(rank, node.id)] = list(node.data_deps) + [d for d in node.ctrl_deps if d not in node.data_deps]
+        ctrl = [d for d in node.ctrl_deps if d not in node.data_deps]
+        if pytorch and ctrl:  # the call-tree parent, not an order (Chakra's feeder follows data_deps only)
+            trace.skipped[PYTORCH_CTRL] = trace.skipped.get(PYTORCH_CTRL, 0) + len(ctrl)
+            ctrl = []
+        trace.deps[(rank, node.id)] = list(node.data_deps) + ctrl
         attrs = node_attrs(node)
         for d in attrs.get("hcsim_loop_deps", []):
             trace.loop_deps.append((rank, int(d), node.id))
@@ -192,8 +211,8 @@ def _validate(trace: _Trace, rank: int, nodes: list[Any], xpu_flops: Mapping[str
             raise HcsimError(
                 f"{where}: node type {node.type} is unknown (valid: the NodeType values of et_def.proto)"
             ) from None
-        if kind in SKIPPED_TYPES or (kind == "COMP_NODE" and attrs.get("is_cpu_op") is True):
-            label = "COMP_NODE (is_cpu_op)" if kind == "COMP_NODE" else kind
+        if kind in SKIPPED_TYPES or (kind in HOST_SIDE and attrs.get("is_cpu_op") is True):
+            label = kind if kind in SKIPPED_TYPES else f"{kind} (is_cpu_op)"
             trace.skipped[label] = trace.skipped.get(label, 0) + 1
             trace.vertex_of[(rank, node.id)] = -1
         elif kind == "COMP_NODE":
@@ -272,6 +291,21 @@ def _algorithm(kind: str, attrs: dict[str, Any], chosen: Mapping[str, str] | Non
     return ALGORITHMS[kind][0]
 
 
+def _collective_bytes(kind: str, comm_size: float, members: int, attrs: dict[str, Any], where: str) -> float:
+    """hcsim's size S of a collective from Chakra's ``comm_size``, read as ASTRA-sim reads it.
+
+    ASTRA-sim (Ring.cc) takes an all-gather's ``comm_size`` as each rank's input (its ring
+    steps move ``comm_size``; the output is N times it), where hcsim's S is the gathered
+    output: S = N comm_size. Every other kind's ``comm_size`` is hcsim's S (an allreduce's
+    buffer, a reduce-scatter's input, an all-to-all's per-rank send buffer). hcsim's writer
+    adds ``hcsim_bytes`` where S / N is not a whole number of bytes.
+    """
+    exact = number_attr(attrs, "hcsim_bytes", where)
+    if exact is not None:
+        return float(exact)
+    return float(comm_size) * members if kind == "allgather" else float(comm_size)
+
+
 # ---------------------------------------------------------------------- merge
 def _pair_transfers(trace: _Trace, algorithms: Mapping[str, str] | None) -> None:
     """p2p: the k-th send a->b with a tag meets the k-th receive on b from a with that tag."""
@@ -306,6 +340,12 @@ def _merge_collectives(trace: _Trace, algorithms: Mapping[str, str] | None) -> N
     colls, n = trace.colls, trace.n
     for group in sorted({g for g, _ in colls}):
         members = list(range(n)) if not group else trace.groups[group]
+        if len(members) < 2:  # a collective over one rank moves nothing (a one-rank trace): skipped, counted
+            for r in members:
+                for _, node in colls.get((group, r), []):
+                    trace.vertex_of[(r, node.id)] = -1
+                    trace.skipped["collective over one rank"] = trace.skipped.get("collective over one rank", 0) + 1
+            continue
         counts = {r: len(colls.get((group, r), [])) for r in members}
         if len(set(counts.values())) != 1:
             r0 = min(counts, key=counts.get)
@@ -340,7 +380,7 @@ def _merge_collectives(trace: _Trace, algorithms: Mapping[str, str] | None) -> N
             names = {node.name for _, node in instance}
             name = first.name if len(names) == 1 and first.name else f"{kind}:{group or '0'}#{k}"
             attrs = json_attr(fa, "hcsim_attrs", where)
-            attrs.update(type="comm", bytes=float(size), kind=kind)
+            attrs.update(type="comm", bytes=_collective_bytes(kind, size, len(members), fa, where), kind=kind)
             attrs.update(scope=[trace.xpu_of[r] for r in members], algorithm=_algorithm(kind, fa, algorithms))
             idx = len(trace.merged)
             trace.merged.append(Merged(name, attrs, [(r, node.id) for r, node in instance]))

@@ -173,7 +173,10 @@ def _rank_messages(pb: Any, w: Workload, plan: _Plan, r: int) -> list[bytes]:
             node.type = pb.COMM_COLL_NODE
             attr(name="is_cpu_op", bool_val=False)
             attr(name="comm_type", int64_val=comm_type[d["kind"]])
-            attr(name="comm_size", int64_val=int(round(d["bytes"])))
+            size = d["bytes"] / len(d["scope"]) if d["kind"] == "allgather" else d["bytes"]  # ASTRA-sim's reading
+            attr(name="comm_size", int64_val=int(round(size)))
+            if d["kind"] == "allgather" and int(round(size)) * len(d["scope"]) != d["bytes"]:
+                attr(name="hcsim_bytes", double_val=float(d["bytes"]))
             if tuple(d["scope"]) in groups:
                 attr(name="pg_name", string_val=groups[tuple(d["scope"])])
             attr(name="hcsim_algorithm", string_val=str(d["algorithm"]))

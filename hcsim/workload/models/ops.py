@@ -59,6 +59,7 @@ class Operator:
         None  # (batch, seq_q, seq_kv, heads/rank, head_dim, causal)
     )
     precision: str | None = None  # the operator's own precision when it differs by operator (fp8/bf16 training)
+    groups: int = 1  # GEMMs of ``gemm``'s rows split evenly, run as one grouped kernel (experts: local experts)
 
 
 def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
@@ -288,6 +289,7 @@ def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool, w: _Width
         weight_bytes=weights,
         gemm=(int(pairs), int(up), int(h)),  # the up projection's shape (down: k = inner, n = h)
         precision=w.gemm,
+        groups=max(1, experts // ep),
     )
     out = [router, expert_op]
     if spec.shared_intermediate:  # shared expert(s): a dense MLP every token goes through, TP-split, no dispatch

@@ -6,7 +6,8 @@ MLP width (SwiGLU's three matrices or a GELU MLP's two), vocabulary, default seq
 length, precision, and for mixture-of-experts models the experts, top-k and expert width.
 Presets (:data:`PRESETS`) follow the published HuggingFace ``config.json`` files (GPT-3
 175B its paper); :func:`load_model` takes a preset name or a ``config.json`` path
-(LLaMA / Mistral / Mixtral keys, or GPT-2's ``n_embd`` family)::
+(LLaMA / Mistral / Mixtral / Qwen / Gemma / DeepSeek keys, read by ``model_type``, or GPT-2's
+``n_embd`` family)::
 
     >>> from hcsim.workload.models import load_model
     >>> m = load_model("llama2-13b")
@@ -23,13 +24,22 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.registry import Registry
 
-__all__ = ["TransformerSpec", "PRESETS", "load_model", "BYTES_PER_VALUE", "model_flops_per_token"]
+__all__ = [
+    "TransformerSpec",
+    "PRESETS",
+    "load_model",
+    "BYTES_PER_VALUE",
+    "HF_FAMILIES",
+    "UnknownModelType",
+    "model_flops_per_token",
+]
 
 #: bytes per value of the engine's precisions (bf16 counts as fp16: same width and rate)
 BYTES_PER_VALUE = {"fp16": 2, "fp32": 4}
@@ -289,6 +299,40 @@ PRESETS: Registry[TransformerSpec] = Registry(
 _DTYPES = {"float16": "fp16", "bfloat16": "fp16", "float32": "fp32", "fp16": "fp16", "bf16": "fp16", "fp32": "fp32"}
 _GATED_ACTS = ("silu", "swiglu", "swish")
 
+#: model_type -> (gated MLP, tie_word_embeddings when the file leaves it out), as the model's class in
+#: HuggingFace transformers builds it: the LLaMA family's MLP is gate/up/down whatever its activation
+#: (Gemma's GeGLU is gated GELU), GPT-2's and Nemotron's are two matrices; the tying default is the
+#: config class's own (LlamaConfig False, GemmaConfig True, GPT2Config PretrainedConfig's True, ...).
+HF_FAMILIES: dict[str, tuple[bool, bool]] = {
+    "llama": (True, False),
+    "mistral": (True, False),
+    "mixtral": (True, False),
+    "qwen2": (True, False),
+    "qwen2_moe": (True, False),
+    "qwen3": (True, False),
+    "qwen3_moe": (True, False),
+    "gemma": (True, True),
+    "gemma2": (True, True),
+    "gemma3_text": (True, True),
+    "deepseek": (True, False),
+    "deepseek_v2": (True, False),
+    "deepseek_v3": (True, False),
+    "gpt_oss": (True, False),
+    "phi3": (True, False),
+    "olmo": (True, False),
+    "olmo2": (True, False),
+    "gpt2": (False, True),
+    "nemotron": (False, False),
+}
+#: model types that are no decoder-only transformer hcsim can build (refused by name)
+HF_REFUSED = frozenset(
+    {"mamba", "mamba2", "falcon_mamba", "rwkv", "jamba", "recurrent_gemma", "bert", "roberta", "t5", "bart", "whisper"}
+)
+
+
+class UnknownModelType(UserWarning):
+    """A config.json whose ``model_type`` hcsim has no family rule for: read with the LLaMA layout (said once)."""
+
 
 def load_model(name_or_path: str | os.PathLike[str]) -> TransformerSpec:
     """A preset (see :data:`PRESETS`) or a HuggingFace ``config.json`` read from disk (no download)."""
@@ -319,9 +363,13 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
     ``moe_intermediate_size``, ``decoder_sparse_step``), DeepSeek (``n_routed_experts``,
     ``moe_intermediate_size``, ``first_k_dense_replace``, ``n_shared_experts``,
     ``moe_layer_freq``), Qwen2-MoE's ``shared_expert_intermediate_size`` and gpt-oss's
-    ``experts_per_token`` and alternating ``layer_types`` with ``sliding_window``. What
-    the spec cannot express is refused in one line (multi-head latent attention, MoE
-    blocks listed by ``mlp_only_layers``, other sliding-window patterns).
+    ``experts_per_token`` and alternating ``layer_types`` with ``sliding_window``. What a
+    family's class decides is read by ``model_type`` (:data:`HF_FAMILIES`: a gated MLP for
+    the LLaMA family, Gemma's GeGLU included; ``tie_word_embeddings``' default, true for
+    Gemma and GPT-2); an unknown ``model_type`` is read as a LLaMA-like decoder with one
+    :class:`UnknownModelType` warning. What the spec cannot express is refused in one line
+    (non-decoder types, multimodal configs, multi-head latent attention, MoE blocks listed
+    by ``mlp_only_layers`` or DeepSeek's ``moe_layer_freq`` > 1, other sliding patterns).
     """
 
     def get(*keys: str, default: Any = None, required: bool = True) -> Any:
@@ -336,6 +384,17 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
         return default
 
     gpt2 = "n_embd" in config and "hidden_size" not in config
+    model_type = config.get("model_type", "gpt2" if gpt2 else None)
+    if model_type in HF_REFUSED or config.get("is_encoder_decoder") is True:
+        raise HcsimError(
+            f"model config '{source}': model_type {model_type!r} is not a decoder-only transformer hcsim models "
+            f"(valid: {', '.join(HF_FAMILIES)}, or another LLaMA-like decoder)"
+        )
+    if "text_config" in config and "hidden_size" not in config:
+        raise HcsimError(
+            f"model config '{source}': a multimodal config (its language model sits in text_config) "
+            "(valid: the language model's own config.json, e.g. text_config's keys at the top level)"
+        )
     hidden = get("hidden_size", "n_embd")
     layers = get("num_hidden_layers", "n_layer")
     heads = get("num_attention_heads", "n_head")
@@ -347,16 +406,29 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
     top_k = (
         get("num_experts_per_tok", "experts_per_token", default=(2 if experts else 0), required=False) if experts else 0
     )
-    extra = _hf_extras(config, source, get, hidden, heads, layers, intermediate, experts)
+    extra = _hf_extras(config, source, get, hidden, heads, layers, intermediate, experts, model_type)
     act = config.get("hidden_act", config.get("activation_function", "silu" if not gpt2 else "gelu"))
+    act = config.get("hidden_activation") or act  # Gemma's newer spelling (gelu_pytorch_tanh)
     dtype = config.get("torch_dtype") or "float32"  # transformers' default when the config names none
     if dtype not in _DTYPES:
         raise HcsimError(
             f"model config '{source}': torch_dtype {dtype!r} is unsupported (valid: float16, bfloat16, float32)"
         )
-    tied = config.get("tie_word_embeddings", gpt2)
+    family = HF_FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    gated = family[0] if family else str(act).lower() in _GATED_ACTS
+    tied = config.get("tie_word_embeddings", family[1] if family else False)  # unknown: LLaMA's default
     if not isinstance(tied, bool):
         raise HcsimError(f"model config '{source}': tie_word_embeddings {tied!r} is invalid (valid: true or false)")
+    if family is None:
+        said = "as the file says" if "tie_word_embeddings" in config else "LlamaConfig's default"
+        what = f"model_type {model_type!r} is not one hcsim knows" if model_type else "it names no model_type"
+        warnings.warn(
+            f"model config '{source}': {what} ({', '.join(HF_FAMILIES)}): read as a LLaMA-like decoder with a "
+            f"{'gated (3-matrix)' if gated else '2-matrix'} MLP (hidden_act {act!r}) and tie_word_embeddings "
+            f"{str(tied).lower()} ({said})",
+            UnknownModelType,
+            stacklevel=2,
+        )
     try:
         return TransformerSpec(
             name=str(config.get("_name_or_path") or name).split("/")[-1] or "model",
@@ -368,7 +440,7 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
             vocab=vocab,
             sequence=sequence,
             precision=_DTYPES[dtype],
-            gated_mlp=str(act).lower() in _GATED_ACTS,
+            gated_mlp=gated,
             experts=experts,
             top_k=top_k,
             expert_intermediate=(extra.pop("expert_intermediate", intermediate) if experts else 0),
@@ -382,7 +454,15 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
 
 
 def _hf_extras(
-    config: dict[str, Any], source: str, get: Any, hidden: int, heads: int, layers: int, intermediate: int, experts: int
+    config: dict[str, Any],
+    source: str,
+    get: Any,
+    hidden: int,
+    heads: int,
+    layers: int,
+    intermediate: int,
+    experts: int,
+    model_type: Any = None,
 ) -> dict[str, Any]:
     """The issue-24 keys of a HuggingFace config: head_dim, the MoE spellings, sliding windows (see from_hf_config)."""
     out: dict[str, Any] = {}
@@ -399,9 +479,15 @@ def _hf_extras(
         width = get("moe_intermediate_size", default=0, required=False)
         if width:
             out["expert_intermediate"] = width
-        step = get("decoder_sparse_step", "moe_layer_freq", default=1, required=False)
+        step = get("decoder_sparse_step", default=1, required=False)
         if step != 1:
-            out["moe_every"] = step
+            out["moe_every"] = step  # Qwen's rule: block i is MoE when (i + 1) % step == 0
+        freq = get("moe_layer_freq", default=1, required=False)
+        if freq != 1:
+            raise HcsimError(
+                f"model config '{source}': moe_layer_freq {freq} is not modelled (DeepSeek's rule, MoE blocks at "
+                "i % freq == 0 from first_k_dense_replace; valid: 1, as every published DeepSeek config has it)"
+            )
         first = config.get("first_k_dense_replace") or 0
         if isinstance(first, bool) or not isinstance(first, int) or first < 0:
             raise HcsimError(f"model config '{source}': first_k_dense_replace {first!r} is invalid (valid: >= 0)")
@@ -429,6 +515,15 @@ def _hf_extras(
                 "every k-th block from block 0 (valid: such a pattern, e.g. gpt-oss's alternating one)"
             )
         out.update(sliding_window=get("sliding_window"), sliding_every=every)
+    elif window and model_type == "mistral":  # MistralConfig: the window on every block (Mistral-7B v0.1)
+        out.update(sliding_window=get("sliding_window"), sliding_every=1)
+    elif window and model_type == "gemma2":  # Gemma 2 alternates: blocks 0, 2, 4, ... slide
+        out.update(sliding_window=get("sliding_window"), sliding_every=2)
+    elif window and model_type == "gemma3_text":
+        raise HcsimError(
+            f"model config '{source}': Gemma 3's sliding-window pattern (five sliding blocks, then one full) is not "
+            "modelled (valid: no window, a window on every k-th block from block 0, or on every block)"
+        )
     elif window and config.get("use_sliding_window"):
         raise HcsimError(
             f"model config '{source}': use_sliding_window without layer_types is not modelled "

@@ -124,7 +124,7 @@ CASES = [
     case(
         "xml-full-zone-without-route-run",
         RUN,
-        r"zone 'z' has no route from host 'xpu0' to host 'xpu1'",
+        r"no route from host 'xpu0' to host 'xpu1'",
         files={"p.xml": platform_xml().replace('<route src="xpu0" dst="xpu1"><link_ctn id="l"/></route>', "")},
     ),
     case("xml-missing", CHECK, r"p\.xml' does not exist"),
