@@ -3,13 +3,13 @@
 ASTRA-sim's validated HGX-H100 configuration (astra-sim/astra-sim,
 examples/network/analytical/HGX-H100-validated.yml, MIT License) is one Switch of 8 NPUs,
 400 GB/s and 936.25 ns per link. hcsim imports it (:mod:`hcsim.formats.astra_network`),
-reads ASTRA-sim's own microbenchmark traces (shared/data/astra-sim, Chakra ET) with
+reads ASTRA-sim's own microbenchmark traces (tests/data/astra-sim, Chakra ET) with
 :mod:`hcsim.formats.chakra`, runs them in SimGrid and prints each time beside the ring
 closed form for that network, as ASTRA-sim's analytical model counts it: a transfer over
 the switch costs 2 hops x latency + bytes / bandwidth, with GB = 2^30 bytes.
 
     python experiments/crosscheck_astrasim.py            # writes docs/validation.md
-    python experiments/crosscheck_astrasim.py --data /path/to/shared/data --out docs/validation.md
+    python experiments/crosscheck_astrasim.py --data /path/to/data --out docs/validation.md
 """
 
 from __future__ import annotations
@@ -45,10 +45,19 @@ def ring_closed_form(steps: int, n: int, size: float) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = Path(__file__).resolve().parent
-    p.add_argument("--data", default=str(here.parents[1] / "shared" / "data"), help="shared data folder")
+    p.add_argument("--data", default=str(here.parent / "tests" / "data"), help="folder holding astra-sim/ (default: "
+                   "the samples shipped in tests/data)")  # fmt: skip
     p.add_argument("--out", default=str(here.parent / "docs" / "validation.md"), help="card to write")
     args = p.parse_args()
     bench = Path(args.data) / "astra-sim" / "workload" / "microbenchmarks"
+    custom = Path(args.data) / "astra-sim" / "system" / "custom_collectives" / "custom_ring_allreduce_8npus_1MB"
+    for needed in (*(bench / folder for folder, _, _ in SAMPLES), custom):
+        if not needed.is_dir():
+            raise SystemExit(
+                f"crosscheck_astrasim: ASTRA-sim's samples are not in {args.data} (no folder {needed}; valid: --data "
+                "a folder holding astra-sim/workload/microbenchmarks and astra-sim/system/custom_collectives, as "
+                "tests/data does)"
+            )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         platforms = {}
@@ -72,7 +81,6 @@ def main() -> None:
                     closed = sum(2 * LATENCY + (n - k) * d["bytes"] / (n * BANDWIDTH) for k in range(1, n))
                 rows.append((folder, name, n, int(d["bytes"]), f"`{d['algorithm']}`", t, closed))
         # ASTRA-sim's custom-collective trace: a ring all-reduce as per-rank sends, receives and 7 us reduce steps
-        custom = Path(args.data) / "astra-sim" / "system" / "custom_collectives" / "custom_ring_allreduce_8npus_1MB"
         path, xpus, rates = platforms[8]
         w = read_chakra(custom / "custom_allreduce", xpus, xpu_flops=rates)
         sends = [d["bytes"] for _, d in w.nodes(data=True) if d["type"] == "comm"]

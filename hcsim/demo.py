@@ -13,10 +13,12 @@ split by SimGrid's weighted max-min rule (weight 1 / path latency; see
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from itertools import pairwise
 
 from hcsim.errors import HcsimError
-from hcsim.files import atomic_path, temporary_beside
+from hcsim.files import atomic_path, check_output_dir, check_output_path
 from hcsim.platform import builders
 from hcsim.platform.compiler import compile_platform
 from hcsim.platform.probe import simulate_compute, simulate_transfers
@@ -76,26 +78,6 @@ def check_demo_xpus(xpus: int) -> None:
         )
 
 
-def _claim_directory(out: str) -> list[str]:
-    """Create ``out`` (and missing parents) if needed; return the directories created, deepest first."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise HcsimError(f"--out '{out}' is not a directory (valid: a directory to create or reuse)")
-    created = []
-    path = os.path.abspath(out)
-    while not os.path.exists(path):
-        created.append(path)
-        path = os.path.dirname(path)
-    try:
-        os.makedirs(out, exist_ok=True)
-        temporary = temporary_beside(os.path.join(out, "probe"))  # the directory must take files
-        os.unlink(temporary)
-    except (OSError, HcsimError) as exc:
-        _remove([], created)
-        reason = exc.strerror if isinstance(exc, OSError) else "it does not take files"
-        raise HcsimError(f"--out '{out}' cannot be used: {reason} (valid: a writable directory)") from None
-    return created
-
-
 def _remove(files: list[str], directories: list[str]) -> None:
     """Undo a failed demo: its files, then the directories it created (if they are empty)."""
     for path in files:
@@ -109,18 +91,46 @@ def _remove(files: list[str], directories: list[str]) -> None:
 
 
 def run_demo(xpus: int = 32, out: str = "results/demo") -> int:
-    """Build, compile, draw and time the demo systems into ``out``; on failure nothing is left behind."""
+    """Build, compile, draw and time the demo systems; the files appear in ``out`` only once all is done.
+
+    The work runs in a temporary directory; its files are then copied into ``out`` (created
+    with its parents if missing), each atomically. If that fails, what was copied and the
+    directories made are removed again, so nothing is left behind.
+    """
     check_demo_xpus(xpus)
-    created = _claim_directory(out)
+    check_output_dir(out, "--out")
+    with tempfile.TemporaryDirectory(prefix="hcsim-demo-") as work:
+        status = _run_demo(xpus, work)
+        names = sorted(os.listdir(work))
+        _publish(work, out, names)
+    print(f"wrote {out}/cxl-{xpus}.xml, {out}/noncoherent-{xpus}.xml and {os.path.join(out, f'cxl-{xpus}.png')}")
+    return status
+
+
+def _publish(work: str, out: str, names: list[str]) -> None:
+    """Copy ``names`` from ``work`` into ``out``: all of them, or (on failure) none and no new directory."""
+    for name in names:
+        check_output_path(os.path.join(out, name), "--out")
+    created = []
+    path = os.path.abspath(out)
+    while not os.path.exists(path):
+        created.append(path)
+        path = os.path.dirname(path)
     written: list[str] = []
     try:
-        return _run_demo(xpus, out, written)
+        os.makedirs(out, exist_ok=True)
+        for name in names:
+            target = os.path.join(out, name)
+            with atomic_path(target, os.path.splitext(name)[1] or ".tmp") as tmp:
+                shutil.copyfile(os.path.join(work, name), tmp)
+            written.append(target)
     except BaseException:
         _remove(written, created)
         raise
 
 
-def _run_demo(xpus: int, out: str, written: list[str]) -> int:
+def _run_demo(xpus: int, out: str) -> int:
+    """The demo's work, its files written into ``out`` (a temporary directory); the exit status."""
     systems = {
         "cxl": builders.cxl_system(xpus, mix="H100"),
         "noncoherent": builders.noncoherent_system(xpus, mix="H100"),
@@ -136,7 +146,6 @@ def _run_demo(xpus: int, out: str, written: list[str]) -> int:
     worst = 0.0
     for name, topo in systems.items():
         path = os.path.join(out, f"{name}-{xpus}.xml")
-        written.append(path)
         compile_platform(topo, path)
         router = Router(topo)
         memory = "r00s00.t3_0" if name == "cxl" else "r00s00.dram0"
@@ -157,7 +166,6 @@ def _run_demo(xpus: int, out: str, written: list[str]) -> int:
             bw = path_bandwidth(topo, router.path(a, b))
             print(f"[demo] {name}: route {a} -> {b}: {' -> '.join(router.path(a, b))} ({bw / 1e9:.0f} GB/s)")
     picture = os.path.join(out, f"cxl-{xpus}.png")
-    written.append(picture)
     with atomic_path(picture, ".png") as tmp:
         systems["cxl"].draw(tmp, title=f"Fig. 6(b) CXL system, {xpus} XPUs")
 
@@ -168,5 +176,4 @@ def _run_demo(xpus: int, out: str, written: list[str]) -> int:
     first = {name: sim_t for name, label, sim_t, *_ in rows if label == scenarios[0][0]}
     print(f"\nXPU -> XPU across servers: the CXL fabric is {first['noncoherent'] / first['cxl']:.1f}x faster here.")
     print(f"worst relative error vs closed form: {worst:.1e}")
-    print(f"wrote {out}/cxl-{xpus}.xml, {out}/noncoherent-{xpus}.xml and {picture}")
     return 0 if worst <= 1e-9 else 1

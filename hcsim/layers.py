@@ -130,6 +130,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.workload.parallel.memory", "whether a layout fits in device memory: the per-rank bytes"),
             ("hcsim.workload.parallel.builder", "`training_graph`: one training iteration as a workload graph"),
             ("hcsim.workload.parallel.gradient_sync", "the DP / ZeRO / FSDP gradient and parameter collectives"),
+            ("hcsim.workload.parallel.optimizer", "the optimizer step's HBM bytes and calibrated time"),
             ("hcsim.workload.parallel.factory", "`TrainingWorkload`: that graph as the engine's workload factory"),
         ),
     ),
@@ -196,7 +197,7 @@ LAYERS: tuple[Layer, ...] = (
         (("parallelism", "parallelism.md"), ("serving", "serving.md")),
         (
             ("hcsim.analysis", "analytical models and analyses of runs"),
-            ("hcsim.analysis.breakdown", "where a rank's iteration goes: compute, exposed TP/PP/EP/DP, idle"),
+            ("hcsim.analysis.breakdown", "where a rank's iteration goes: compute, stall, exposed comm by kind, idle"),
             ("hcsim.analysis.queueing", "Inoue's dynamic-batching analysis: fits, bounds, exact chains"),
             ("hcsim.analysis.statistics", "shared statistics: t quantiles, confidence intervals, Erlang C"),
         ),

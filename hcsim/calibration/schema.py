@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.files import load_yaml
 
 __all__ = [
     "CALIBRATIONS",
@@ -194,29 +195,6 @@ class Calibration:
     buffer_sizes: tuple[float, float, float]
     p2p_chunk_sizes: tuple[float, float, float]
     entries: MappingProxyType  # dotted path -> Entry
-
-
-def _unique_key_loader():
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def construct_mapping(loader, node, deep=False):
-        loader.flatten_mapping(node)
-        seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise HcsimError(
-                    f"calibration: duplicate key {key!r} at line {key_node.start_mark.line + 1} "
-                    f"(first at line {seen[key] + 1}; valid: each key once)"
-                )
-            seen[key] = key_node.start_mark.line
-        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return Loader
 
 
 def _number(x: Any, path: str) -> float:
@@ -418,7 +396,7 @@ def parse_calibration(text: str, path: str = "<string>") -> Calibration:
     import yaml
 
     try:
-        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
+        data = load_yaml(text, "calibration")  # a key given twice: one line naming it
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise HcsimError(f"calibration {path}: not valid YAML ({first})") from None

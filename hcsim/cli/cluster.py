@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 
 from hcsim.errors import HcsimError
+from hcsim.files import check_input_file, check_outputs
 from hcsim.frontends.cluster import default_cluster_size, parse_partitions, parse_quanta, policy, simulate_cluster
 from hcsim.frontends.cluster.jobs import Job
 from hcsim.frontends.cluster.outputs import summarize, workload_name, write_outputs
@@ -63,12 +64,11 @@ def _cluster_size(args: argparse.Namespace, jobs: list[Job]) -> int:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim cluster``; the exit status."""
-    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
-    if not os.path.isfile(args.trace):
-        raise HcsimError(
-            f"--trace '{args.trace}' does not exist (valid: a Helios CSV, Philly JSON or SWF file, gzipped or not)"
-        )
+    check_outputs(dirs={"--out": args.out}, inputs={"--trace": args.trace})
+    if args.out is not None:
+        names = ("jobs.csv", "summary.json", "series.csv", "series.png", "trace.json")
+        check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in names}, inputs={"--trace": args.trace})
+    check_input_file(args.trace, "--trace", "a Helios CSV, Philly JSON or SWF file, gzipped or not")
     overhead = _duration(args.overhead, "--overhead")
     snapshots = None if args.snapshot is None else [_duration(t, "--snapshot") for t in args.snapshot]
     options: dict[str, object] = {}
@@ -104,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
             f"e.g. job {rejected[0].job_id}: {rejected[0].reason}",
             file=sys.stderr,
         )
-    if args.out:
+    if args.out is not None:
         workload = workload_name(args.trace)
         summary = _write(args.out, lambda: write_outputs(result, trace.jobs, args.out, snapshots, workload=workload))
     else:
@@ -121,7 +121,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"preemptions {summary['preemptions']}, migrations {summary['migrations']}")
     jobs_per_s = len(trace.jobs) / result.wall_seconds if result.wall_seconds > 0 else math.inf
     print(f"simulated in {result.wall_seconds:.2f} s ({jobs_per_s:.0f} jobs/s)")
-    if args.out:
+    if args.out is not None:
         print(f"wrote {args.out}/jobs.csv, summary.json, series.csv/png, trace.json, gpus_*.png")
     return 0
 

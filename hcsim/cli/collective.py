@@ -17,10 +17,11 @@ import argparse
 import os
 import tempfile
 
-from hcsim.cli.platform import build_topology
+from hcsim.cli.platform import build_topology, refuse_system_flags
 from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
 from hcsim.fast.system import is_coherent
+from hcsim.files import check_input_file, check_outputs
 from hcsim.outputs import json_text, save_figure, write_csv
 from hcsim.platform.compiler import compile_platform
 from hcsim.sweep.collective_bench import (
@@ -32,12 +33,14 @@ from hcsim.sweep.collective_bench import (
     select_algorithms,
 )
 
-__all__ = ["MAX_ITERATIONS", "MAX_SIZE", "MAX_XPUS", "format_table", "main"]
+__all__ = ["MAX_ITERATIONS", "MAX_SIZE", "MAX_SIZES", "MAX_XPUS", "format_table", "main"]
 
 MAX_XPUS = 4096
 """Most ``--xpus`` of a system built on the fly: the paper's largest system."""
 MAX_SIZE = 2**50
 """Largest ``--sizes`` entry (1 PiB): with up to 4096 ranks every flow stays below SimGrid's 2**64-byte limit."""
+MAX_SIZES = 64
+"""Most ``--sizes`` per run: every size is one simulation per algorithm (1B:1PiB doubling is 51)."""
 MAX_ITERATIONS = 10_000
 """Most ``--iterations`` per point: every collective of every iteration is simulated."""
 _COLUMNS = (
@@ -54,15 +57,16 @@ _COLUMNS = (
 )
 
 
-def _check_out_dir(out: str) -> None:
-    out = os.path.abspath(out)
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise HcsimError(f"--out '{out}' is not a directory (valid: a directory, created if missing)")
-    parent = out if os.path.isdir(out) else os.path.dirname(out)
-    if not os.path.isdir(parent):
-        raise HcsimError(f"--out '{out}': directory '{parent}' does not exist (valid: a path in an existing directory)")
-    if not os.access(parent, os.W_OK):
-        raise HcsimError(f"--out '{out}': directory '{parent}' is not writable")
+def _check_out(args: argparse.Namespace) -> None:
+    """``--out DIR`` and the two files it will hold, refused before any work if they cannot be written."""
+    inputs = {"--platform": args.platform} if args.platform else {}
+    for i, name in enumerate(str(args.algorithm).split(",")):  # MSCCL-IR files are inputs too
+        if os.path.isfile(name.strip()):
+            inputs[f"--algorithm (item {i + 1})"] = name.strip()
+    check_outputs(dirs={"--out": args.out}, inputs=inputs)
+    if args.out is not None:
+        base = os.path.join(args.out, f"collective_{args.kind}")
+        check_outputs(files={"--out (CSV)": base + ".csv", "--out (PNG)": base + ".png"}, inputs=inputs)
 
 
 def format_table(rows: list[dict], notes: list[str], header: str) -> str:
@@ -113,23 +117,28 @@ def main(args: argparse.Namespace) -> int:
     """Run ``hcsim collective``; the exit status."""
     if isinstance(args.iterations, int) and not 1 <= args.iterations <= MAX_ITERATIONS:
         raise HcsimError(f"--iterations {args.iterations} is invalid (valid: an integer from 1 to {MAX_ITERATIONS:,})")
+    if args.host_times and not args.json:
+        raise HcsimError("--host-times applies with --json only (valid: add --json, or drop --host-times)")
     if args.kind not in BENCH_KINDS:
         raise HcsimError(f"--kind {args.kind!r} is unknown (valid: {', '.join(BENCH_KINDS)})")
     if args.xpus is not None and args.xpus > MAX_XPUS:
         raise HcsimError(f"--xpus {args.xpus} is invalid (valid: at most {MAX_XPUS}, the largest system built here)")
     sizes = parse_sizes(args.sizes)
+    if len(sizes) > MAX_SIZES:
+        raise HcsimError(f"--sizes lists {len(sizes)} sizes (valid: at most {MAX_SIZES}, e.g. 1KiB:1GiB)")
     if sizes[-1] > MAX_SIZE:
         raise HcsimError(
             f"--sizes {args.sizes!r} reaches {float(sizes[-1]):.4g} bytes "
             f"(valid: sizes up to 1PiB = {MAX_SIZE:,} bytes)"
         )
-    if args.out:
-        _check_out_dir(args.out)
+    _check_out(args)
 
     with tempfile.TemporaryDirectory(prefix="hcsim-collective-") as tmp:
         if args.platform:
             if args.system:
                 raise HcsimError("give either --platform FILE.xml or --system, not both")
+            refuse_system_flags(args, "--platform FILE.xml (the file fixes the system)")
+            check_input_file(args.platform, "platform file", "an XML file from 'hcsim platform build'")
             xpus = platform_xpus(args.platform)
             topo = None
             path = args.platform
@@ -141,8 +150,12 @@ def main(args: argparse.Namespace) -> int:
             topo = build_topology(args)
             xpus = topo.xpus()
             coherent = is_coherent(topo) if args.coherent is None else args.coherent
-            where = f"{args.system}, {len(xpus)} XPUs"
+            where = f"{args.system}, {len(xpus)} XPU{'s' if len(xpus) != 1 else ''}"
             path = None
+        if len(xpus) < 2:
+            raise HcsimError(
+                f"the platform ({where}) has {len(xpus)} XPU: a collective needs two (valid: at least 2 XPUs)"
+            )
         n = len(xpus) if args.ranks is None else args.ranks
         if isinstance(n, int) and (n < 2 or n > len(xpus)):
             raise HcsimError(f"--ranks {n} is invalid (valid: 2 to {len(xpus)}, the platform's XPUs)")
@@ -185,18 +198,29 @@ def main(args: argparse.Namespace) -> int:
         f"{args.kind} over {n} ranks ({where}, {'coherent' if coherent else 'non-coherent'}), "
         f"{args.iterations} iteration(s) per point; busbw factor: nccl-tests'"
     )
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
+    if args.out is not None:  # the files create the directory and its parents (hcsim.files)
         base = os.path.join(args.out, f"collective_{args.kind}")
-        # not wall_s: host time would make reruns differ (the --json output still has it)
+        # not wall_s: host time would make reruns differ
         write_csv(base + ".csv", [{k: r[k] for k in _COLUMNS} for r in rows], _COLUMNS)
         _plot(rows, args.kind, f"{args.kind}, {n} ranks ({where})", base + ".png")
     if args.json:
         best = {str(r["size_bytes"]): r["algorithm"] for r in rows if r["best"]}
-        doc = {"kind": args.kind, "ranks": n, "coherent": coherent, "notes": notes, "rows": rows, "best": best}
+        # the rows are the model's numbers only, so reruns give the same bytes; host time behind --host-times
+        doc = {
+            "kind": args.kind,
+            "ranks": n,
+            "coherent": coherent,
+            "notes": notes,
+            "rows": [{k: r[k] for k in _COLUMNS} for r in rows],
+            "best": best,
+        }
+        if args.host_times:
+            doc["host_times"] = [
+                {"algorithm": r["algorithm"], "size_bytes": r["size_bytes"], "wall_s": r["wall_s"]} for r in rows
+            ]
         print(json_text(doc), end="")
     else:
         print(format_table(rows, notes, header))
-        if args.out:
+        if args.out is not None:
             print(f"wrote {base}.csv and .png")
     return 0

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 
 from hcsim.demo import run_demo
+from hcsim.files import check_outputs
 
 __all__ = ["main"]
 
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim demo``; the exit status."""
+    check_outputs(dirs={"--out": args.out})
     return run_demo(args.xpus, args.out)

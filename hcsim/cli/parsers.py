@@ -32,7 +32,7 @@ __all__ = [
     "add_topology_options",
 ]
 
-SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine", "dgx-h100", "dgx-a100")
+SYSTEMS = ("noncoherent", "cxl", "server", "ring", "star", "leafspine", "fattree", "dgx-h100", "dgx-a100")
 """The systems ``hcsim platform build`` and ``hcsim run --system`` can build."""
 WORKLOADS = ("allreduce", "coherent-allreduce", "fig3", "llama2-13b")  # hcsim.workload.catalog.WORKLOADS
 XPUS_FROM = ("auto", "property", "all-hosts")  # hcsim.platform.simgrid_files.XPUS_FROM
@@ -57,8 +57,8 @@ def add_topology_options(p: argparse.ArgumentParser, required: bool = True) -> N
     p.add_argument("--cxl-latency", help="CXL link latency for 'cxl' (default 200ns)")
     p.add_argument("--link-bandwidth", help="link bandwidth for ring/star/leafspine (e.g. 128GBps)")
     p.add_argument("--link-latency", help="link latency for ring/star/leafspine (e.g. 1us)")
-    p.add_argument("--hosts-per-leaf", type=int, default=16, help="leafspine: XPUs per leaf (default 16)")
-    p.add_argument("--spines", type=int, default=4, help="leafspine: spine switches (default 4)")
+    p.add_argument("--hosts-per-leaf", type=int, help="leafspine: XPUs per leaf (default 16)")
+    p.add_argument("--spines", type=int, help="leafspine: spine switches (default 4)")
 
 
 def add_platform(sub: Subparsers) -> argparse.ArgumentParser:
@@ -116,8 +116,8 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
     r.add_argument("--cxl-latency", help=argparse.SUPPRESS)
     r.add_argument("--link-bandwidth", help=argparse.SUPPRESS)
     r.add_argument("--link-latency", help=argparse.SUPPRESS)
-    r.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
-    r.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
+    r.add_argument("--hosts-per-leaf", type=int, help=argparse.SUPPRESS)
+    r.add_argument("--spines", type=int, help=argparse.SUPPRESS)
     r.add_argument(
         "--workload",
         help=f"workload JSON file (Workload.to_json), Chakra trace PATH/PREFIX (PREFIX.RANK.et), AICB workload file, "
@@ -134,7 +134,15 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
     _add_model_options(r)  # --model --inference --batch --context --tp
     # --parallel dp=N,tp=N,pp=N --microbatches --zero --ep --schedule --sequence-parallel (training with --model)
     _add_training_options(r)
-    r.add_argument("--bytes", default="1GiB", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
+    r.add_argument(
+        "--placement",
+        choices=("auto", "spill", "local"),
+        default="auto",
+        help="where operators' data lives: spill what does not fit in XPU memory to the XPU's host (or CXL) memory, "
+        "or keep it local (capacity not checked); auto: spill where the XPUs name such a memory, else local, "
+        "with a note (default auto)",
+    )
+    r.add_argument("--bytes", help="size for the allreduce workloads, e.g. 16MiB (default 1GiB)")
     r.add_argument(
         "--algorithm",
         help="allreduce algorithm of llama2-13b and allreduce (default ring): a name of 'hcsim collective "
@@ -187,6 +195,15 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
     r.add_argument("--csv", help="write the per-vertex trace as CSV")
     r.add_argument("--links", help="write bytes and mean/peak utilization of every used link as CSV")
     r.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    bar = r.add_mutually_exclusive_group()
+    bar.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show a bar of simulated iterations on stderr (default: when stderr is a terminal)",
+    )
+    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show the bar")
     return r
 
 
@@ -195,8 +212,8 @@ def _add_model_options(r: argparse.ArgumentParser) -> None:
     g = r.add_argument_group("transformer models (docs/models.md)")
     g.add_argument("--model", help="a preset (llama2-7b, llama3-70b, mixtral-8x7b, ...) or a HuggingFace config.json")
     g.add_argument("--inference", action="store_true", help="with --model: run one inference step")
-    g.add_argument("--phase", choices=("decode", "prefill"), default="decode", help="inference step (default decode)")
-    g.add_argument("--batch", type=int, default=1, help="with --inference: sequences in the batch (default 1)")
+    g.add_argument("--phase", choices=("decode", "prefill"), help="inference step (default decode)")
+    g.add_argument("--batch", type=int, help="with --inference: sequences in the batch (default 1)")
     g.add_argument("--context", type=int, help="with --inference: prompt length (prefill) or KV length (decode)")
     g.add_argument("--tp", type=int, help="with --inference: tensor-parallel degree (default: all XPUs)")
 
@@ -206,7 +223,7 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
     g = r.add_argument_group("parallel training of --model (docs/parallelism.md)")
     g.add_argument("--parallel", help="layout, e.g. dp=32,tp=8,pp=4 (dp may be left out; default: data parallel)")
     g.add_argument("--microbatches", type=int, help="microbatches per pipeline and iteration (default 2 x pp)")
-    g.add_argument("--micro-batch", type=int, default=1, help="sequences per microbatch (default 1)")
+    g.add_argument("--micro-batch", type=int, help="sequences per microbatch (default 1)")
     g.add_argument("--sequence", type=int, help="tokens per sequence (default: the model's)")
     g.add_argument(
         "--zero",
@@ -215,7 +232,7 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         help="ZeRO stage (3 = FSDP; default 0, or 1 = Megatron's distributed optimizer on dgx-* systems)",
     )
     g.add_argument("--ep", type=int, help="expert-parallel degree (MoE models; same as ep= in --parallel)")
-    g.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b", help="pipeline schedule (default 1f1b)")
+    g.add_argument("--schedule", choices=("1f1b", "gpipe"), help="pipeline schedule (default 1f1b)")
     sp = g.add_mutually_exclusive_group()
     sp.add_argument(
         "--sequence-parallel",
@@ -230,12 +247,9 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         choices=("fp32", "fp16", "bf16", "fp8"),
         help="training precision (docs/training-features.md; default the model's)",
     )
-    g.add_argument(
-        "--recompute", choices=("none", "selective", "full"), default="none", help="activation recomputation"
-    )
+    g.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation (default none)")
     g.add_argument(
         "--calibration",
-        default="ideal",
         help="ideal (datasheet peaks, link speed; the default), dgx-h100, dgx-a100, or a calibration YAML "
         "(docs/calibration.md)",
     )
@@ -270,8 +284,8 @@ def add_collective(sub: Subparsers) -> argparse.ArgumentParser:
     c.add_argument("--cxl-latency", help="with --system cxl: CXL link latency (default 200ns)")
     c.add_argument("--link-bandwidth", help="with ring/star/leafspine: link bandwidth, e.g. 128GBps")
     c.add_argument("--link-latency", help="with ring/star/leafspine: link latency, e.g. 1us")
-    c.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
-    c.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
+    c.add_argument("--hosts-per-leaf", type=int, help=argparse.SUPPRESS)
+    c.add_argument("--spines", type=int, help=argparse.SUPPRESS)
     c.add_argument("--kind", default="allreduce", help=f"collective: {', '.join(KINDS)} (default allreduce)")
     c.add_argument(
         "--algorithm",
@@ -286,6 +300,12 @@ def add_collective(sub: Subparsers) -> argparse.ArgumentParser:
     coh.add_argument("--no-coherent", dest="coherent", action="store_false", help="non-coherent memory")
     c.add_argument("--out", help="directory for collective_<kind>.csv and .png (busbw vs size)")
     c.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    c.add_argument(
+        "--host-times",
+        action="store_true",
+        help="with --json: add 'host_times', the wall-clock seconds each point took on this machine (they differ "
+        "from run to run, so the rows leave them out)",
+    )
     c.add_argument(
         "--fast",
         action="store_true",
@@ -363,8 +383,8 @@ def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._Mutua
     g.add_argument("--output-tokens", type=int, default=128, help="tokens a request generates (default 128)")
     for hidden in ("--cxl-bandwidth", "--cxl-latency", "--link-bandwidth", "--link-latency"):
         g.add_argument(hidden, help=argparse.SUPPRESS)
-    g.add_argument("--hosts-per-leaf", type=int, default=16, help=argparse.SUPPRESS)
-    g.add_argument("--spines", type=int, default=4, help=argparse.SUPPRESS)
+    g.add_argument("--hosts-per-leaf", type=int, help=argparse.SUPPRESS)
+    g.add_argument("--spines", type=int, help=argparse.SUPPRESS)
 
 
 # ------------------------------------------------------------------ hcsim cluster

@@ -17,7 +17,7 @@ from typing import Any
 from hcsim.cli.parsers import SYSTEMS
 from hcsim.collectives import RING_KINDS, plans
 from hcsim.errors import HcsimError
-from hcsim.files import atomic_path
+from hcsim.files import atomic_path, check_outputs
 from hcsim.formats.astra_network import compile_astra_network
 from hcsim.formats.graphml import read_graphml, write_graphml
 from hcsim.formats.topology_files import import_topology
@@ -29,7 +29,25 @@ from hcsim.platform.simgrid_files import HostFacts
 from hcsim.platform.topology import Topology
 from hcsim.workload import Workload
 
-__all__ = ["build_topology", "main", "refuse_unrouted", "unused_mix", "warn"]
+__all__ = ["SYSTEM_FLAGS", "build_topology", "main", "refuse_system_flags", "refuse_unrouted", "unused_mix", "warn"]
+
+
+SYSTEM_FLAGS = (
+    ("xpus", "--xpus"), ("mix", "--mix"), ("cxl_bandwidth", "--cxl-bandwidth"), ("cxl_latency", "--cxl-latency"),
+    ("link_bandwidth", "--link-bandwidth"), ("link_latency", "--link-latency"),
+    ("hosts_per_leaf", "--hosts-per-leaf"), ("spines", "--spines"),
+)  # fmt: skip
+"""The flags that size or shape a system built on the fly (``dest``, flag)."""
+
+
+def refuse_system_flags(args: argparse.Namespace, instead: str, allow: tuple[str, ...] = ()) -> None:
+    """One line for a system flag given where no system is built (``instead`` names what fixes the system).
+
+    ``allow``: the ``dest`` of flags the caller reads itself (``--mix`` of an imported network).
+    """
+    for dest, flag in SYSTEM_FLAGS:
+        if dest not in allow and getattr(args, dest, None) is not None:
+            raise HcsimError(f"{flag} applies to a system built on the fly, not {instead} (valid: drop {flag})")
 
 
 def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, spec: object = None) -> Topology:
@@ -40,13 +58,18 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, 
     links (:func:`hcsim.calibration.machine.calibrated_dgx_spec`), for ``dgx-*`` systems.
     """
     system, n = args.system, args.xpus
+    for flag, value in (("--hosts-per-leaf", args.hosts_per_leaf), ("--spines", args.spines)):
+        if value is not None and system != "leafspine":
+            raise HcsimError(f"{flag} applies to 'leafspine' only, not '{system}' (valid: drop {flag})")
     if n is None:
         raise HcsimError(f"--xpus is required for '{system}' (valid: a positive integer, e.g. --xpus 64)")
     _check_scale(args)
     if system != "cxl" and (args.cxl_bandwidth or args.cxl_latency):
         raise HcsimError(f"--cxl-bandwidth/--cxl-latency apply to 'cxl' only, not '{system}'")
     if system in ("noncoherent", "cxl", "server") and (args.link_bandwidth or args.link_latency):
-        raise HcsimError(f"--link-bandwidth/--link-latency apply to ring/star/leafspine, not '{system}' (Table 5)")
+        raise HcsimError(
+            f"--link-bandwidth/--link-latency apply to ring/star/leafspine/fattree, not '{system}' (Table 5)"
+        )
     link = {}
     if args.link_bandwidth:
         link["bandwidth"] = args.link_bandwidth
@@ -80,22 +103,36 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, 
         return builders.ring(n, xpu, **link)
     if system == "star":
         return builders.star(n, xpu, **link)
-    h = args.hosts_per_leaf
-    if h < 1 or n < 1 or n % h:
+    if system == "fattree":
+        pair = (link.get("bandwidth", "12.5GBps"), link.get("latency", "5us"))
+        return builders.fat_tree(_fat_tree_arity(n), xpu, host_link=pair, fabric_link=pair)
+    h = DEFAULT_HOSTS_PER_LEAF if args.hosts_per_leaf is None else args.hosts_per_leaf
+    if not 1 <= h <= MAX_XPUS["leafspine"]:
+        raise HcsimError(
+            f"--hosts-per-leaf {h} is invalid (valid: an integer from 1 to {MAX_XPUS['leafspine']}, dividing --xpus)"
+        )
+    if n < 1 or n % h:
         raise HcsimError(f"--xpus {n} is not a positive multiple of --hosts-per-leaf {h} (valid: {h}, {2 * h}, ...)")
     pair = (link.get("bandwidth", "12.5GBps"), link.get("latency", "5us"))
-    return builders.leaf_spine(n // h, args.spines, h, xpu, host_link=pair, fabric_link=pair)
+    spines = DEFAULT_SPINES if args.spines is None else args.spines
+    return builders.leaf_spine(n // h, spines, h, xpu, host_link=pair, fabric_link=pair)
 
 
-_SCALES = {
-    "noncoherent": (8, "a multiple of 8"),
-    "cxl": (8, "a multiple of 8"),
+DEFAULT_HOSTS_PER_LEAF = 16
+"""``--hosts-per-leaf`` of ``leafspine`` when not given."""
+DEFAULT_SPINES = 4
+"""``--spines`` of ``leafspine`` when not given."""
+
+_SCALES = {  # smallest, and what is valid given the largest
+    "noncoherent": (8, "a multiple of 8, at most {most}"),
+    "cxl": (8, "a multiple of 8, at most {most}"),
     "server": (8, "8"),
-    "ring": (2, "an integer >= 2"),
-    "star": (1, "an integer >= 1"),
-    "leafspine": (1, "a multiple of --hosts-per-leaf"),
-    "dgx-h100": (1, "1-8 or a multiple of 8"),
-    "dgx-a100": (1, "1-8 or a multiple of 8"),
+    "ring": (2, "an integer >= 2, at most {most}"),
+    "star": (1, "an integer >= 1, at most {most}"),
+    "leafspine": (1, "a multiple of --hosts-per-leaf, at most {most}"),
+    "fattree": (2, "k^3/4 for an even k: 2, 16, 54, 128, 250, 432, 686, 1024, ..., at most {most}"),
+    "dgx-h100": (1, "1-8 or a multiple of 8, at most {most}"),
+    "dgx-a100": (1, "1-8 or a multiple of 8, at most {most}"),
 }
 
 
@@ -103,12 +140,32 @@ def _check_scale(args: argparse.Namespace) -> None:
     """Refuse sizes beyond :data:`hcsim.platform.builders.MAX_XPUS` up front: building them would look hung."""
     system, n = args.system, args.xpus
     smallest, shape = _SCALES[system]
-    largest = dgx.MAX_GPUS if system in dgx.DGX_SYSTEMS else MAX_XPUS[system]
+    largest = dgx.MAX_GPUS if system in dgx.DGX_SYSTEMS else MAX_XPUS.get(system, MAX_FAT_TREE_XPUS)
+    if system in ("noncoherent", "cxl") and isinstance(n, int) and smallest <= n <= largest and n % smallest:
+        raise HcsimError(
+            f"--xpus {n} is invalid for '{system}' (valid: a multiple of the server size {smallest}, "
+            f"from {smallest} to {largest})"
+        )
     if not smallest <= n <= largest:
-        valid = shape if smallest == largest else f"{shape} from {smallest}, at most {largest}"
+        valid = shape.format(most=largest)
         raise HcsimError(f"--xpus {n} is invalid for '{system}' (valid: {valid}; see docs/platform.md, Limits)")
-    if system == "leafspine" and not 1 <= args.spines <= MAX_SPINES:
+    if system == "leafspine" and args.spines is not None and not 1 <= args.spines <= MAX_SPINES:
         raise HcsimError(f"--spines {args.spines} is invalid (valid: an integer from 1 to {MAX_SPINES})")
+
+
+MAX_FAT_TREE_XPUS = 3456
+"""Largest fat tree ``--system fattree`` builds (k = 24); its routes are by zone, as leaf-spine's."""
+
+
+def _fat_tree_arity(xpus: int) -> int:
+    """The even k of the k-ary fat tree with ``xpus`` = k^3/4 XPUs (one line naming the valid sizes otherwise)."""
+    k = round((4 * xpus) ** (1 / 3))
+    if k < 2 or k % 2 or k**3 // 4 != xpus:
+        raise HcsimError(
+            f"--xpus {xpus} is invalid for 'fattree' (valid: k^3/4 XPUs for an even k: 2, 16, 54, 128, 250, 432, "
+            f"686, 1024, ... at most {MAX_FAT_TREE_XPUS})"
+        )
+    return k
 
 
 def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str, compile_with: Any = None) -> None:
@@ -120,38 +177,44 @@ def _compile_and_report(topo: Topology, args: argparse.Namespace, path: str, com
     )
 
 
-def _build(args: argparse.Namespace) -> int:
-    # both outputs are claimed before any work, and either both appear or neither does
+def _outputs(args: argparse.Namespace, **inputs: str | None) -> None:
+    """``-o`` and ``--save-graphml`` refused before any work if they cannot be written, coincide or name an input."""
+    check_outputs(
+        files={"-o/--output": args.output, "--save-graphml": getattr(args, "save_graphml", None)}, inputs=inputs
+    )
+
+
+def _write_platform(topo: Topology, args: argparse.Namespace, compile_with: Any = None) -> None:
+    """Both outputs written once the work is done: either both appear or neither does."""
+    save = getattr(args, "save_graphml", None)
     with (
         atomic_path(args.output, ".xml.tmp") as xml,
-        atomic_path(args.save_graphml, ".graphml") if args.save_graphml else nullcontext() as graphml,
+        atomic_path(save, ".graphml") if save else nullcontext() as graphml,
     ):
-        topo = build_topology(args)
-        _compile_and_report(topo, args, xml)
+        _compile_and_report(topo, args, xml, compile_with)
         if graphml:
             write_graphml(topo, graphml)
+
+
+def _build(args: argparse.Namespace) -> int:
+    _outputs(args)
+    _write_platform(build_topology(args), args)
     return 0
 
 
 def _compile(args: argparse.Namespace) -> int:
-    with atomic_path(args.output, ".xml.tmp") as xml:
-        _compile_and_report(read_graphml(args.topology), args, xml)
+    _outputs(args, topology=args.topology)
+    _write_platform(read_graphml(args.topology), args)
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
-    # as for build: both outputs are claimed before any work, and either both appear or neither does
-    with (
-        atomic_path(args.output, ".xml.tmp") as xml,
-        atomic_path(args.save_graphml, ".graphml") if args.save_graphml else nullcontext() as graphml,
-    ):
-        topo = import_topology(
-            args.file, xpu=args.xpu, link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, fmt=args.format
-        )
-        # compact zones where the network has a rule-based form (a switch, a ring), else explicit routes
-        _compile_and_report(topo, args, xml, compile_astra_network)
-        if graphml:
-            write_graphml(topo, graphml)
+    _outputs(args, file=args.file)
+    topo = import_topology(
+        args.file, xpu=args.xpu, link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, fmt=args.format
+    )
+    # compact zones where the network has a rule-based form (a switch, a ring), else explicit routes
+    _write_platform(topo, args, compile_astra_network)
     return 0
 
 
@@ -270,8 +333,11 @@ def _draw(args: argparse.Namespace) -> int:
         raise HcsimError("give either a system to build or --graphml FILE, not both")
     if not args.graphml and not args.system:
         raise HcsimError(f"nothing to draw (valid: a system, one of {', '.join(SYSTEMS)}, or --graphml FILE)")
+    if args.graphml:
+        refuse_system_flags(args, "--graphml FILE")
+    _outputs(args, **{"--graphml": args.graphml})
+    topo = read_graphml(args.graphml) if args.graphml else build_topology(args)
     with atomic_path(args.output, ".png") as tmp:
-        topo = read_graphml(args.graphml) if args.graphml else build_topology(args)
         topo.draw(tmp)
     print(f"wrote {args.output}: {topo.number_of_nodes()} nodes, {topo.number_of_edges()} links")
     return 0

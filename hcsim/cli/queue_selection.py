@@ -14,6 +14,7 @@ import math
 import os
 
 from hcsim.errors import HcsimError
+from hcsim.files import check_outputs
 from hcsim.frontends.queue_selection.model import MODELS, WEEK
 from hcsim.frontends.queue_selection.outputs import summarize, write_outputs
 from hcsim.frontends.queue_selection.rules import METHODS, Method, parse_method
@@ -69,14 +70,9 @@ def main(args: argparse.Namespace) -> int:
         raise HcsimError(f"model {args.model!r} is unknown (valid: {', '.join(MODELS)})")
     if args.servers is not None and args.model != "fifo":
         raise HcsimError(f"--servers {args.servers} applies to --model fifo only (valid: omit it, or --model fifo)")
-    if args.out:
-        parent = os.path.dirname(os.path.abspath(args.out))
-        if os.path.exists(args.out) and not os.path.isdir(args.out):
-            raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
-        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-            raise HcsimError(
-                f"--out '{args.out}': directory '{parent}' is missing or not writable (valid: a writable path)"
-            )
+    check_outputs(dirs={"--out": args.out})
+    if args.out is not None:
+        check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in ("summary.csv", "cdf.csv", "cdf.png")})
     run = simulate(
         args.set_name,
         chosen,
@@ -108,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
         )
     speed = run.total_jobs / max(run.seconds, 1e-9)
     print(f"simulated {run.total_jobs} jobs on SimGrid in {run.seconds:.1f} s ({speed:.0f} jobs/s)")
-    if args.out:
+    if args.out is not None:
         paths = write_outputs(run, args.out)
         print("wrote " + ", ".join(paths))
     return 0

@@ -15,6 +15,7 @@ inference step with ``--inference``, else parallel training iterations
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -24,9 +25,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from hcsim.analysis.breakdown import GraphKept, steady_breakdown
 from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
-from hcsim.cli.platform import build_topology, refuse_unrouted
+from hcsim.cli.platform import build_topology, refuse_system_flags, refuse_unrouted
 from hcsim.collectives import algorithm
 from hcsim.collectives.algorithms.nccl_rings import calibrated_name
 from hcsim.engine import report
@@ -34,7 +36,7 @@ from hcsim.engine.memory import all_local, fill_local_first
 from hcsim.errors import HcsimError
 from hcsim.fast import simulate, simulate_system
 from hcsim.fast.system import FoldRefused
-from hcsim.files import check_output_path
+from hcsim.files import check_outputs
 from hcsim.formats.astra_network import compile_astra_network
 from hcsim.formats.chakra import chakra_files
 from hcsim.formats.topology_files import import_topology
@@ -57,11 +59,101 @@ from hcsim.workload.parallel.factory import TrainingWorkload
 from hcsim.workload.parallel.layout import Layout
 from hcsim.workload.parallel.memory import check_fits, training_memory
 
-__all__ = ["MAX_ITERATIONS", "main"]
+__all__ = ["MAX_BATCH", "MAX_DEGREE", "MAX_ITERATIONS", "MAX_MICROBATCHES", "MAX_MICRO_BATCH", "MAX_TOKENS", "main"]
 
 MAX_ITERATIONS = 100_000
 """Most iterations ``hcsim run`` accepts: each is simulated event by event, so a billion would
 run for days (and used to end in a traceback); see docs/workloads-and-engine.md."""
+
+
+MAX_MICROBATCHES = 1024
+"""Most ``--microbatches``: each adds a forward and a backward pass of every layer on every stage to the graph
+(Megatron's GPT-3 175B run uses 192 per pipeline; 10**9 used to build for ever)."""
+MAX_MICRO_BATCH = 1024
+"""Most ``--micro-batch`` sequences: the activations of one microbatch grow with it."""
+MAX_TOKENS = 2**20
+"""Most ``--sequence`` (training) and ``--context`` (inference) tokens: 1Mi, the longest context of published models."""
+MAX_BATCH = 4096
+"""Most ``--batch`` sequences of one inference step."""
+MAX_DEGREE = 4096
+"""Most ``--tp`` and ``--ep``: a degree beyond the largest system built here cannot be laid out."""
+
+
+def _check_sizes(args: argparse.Namespace) -> None:
+    """Every flag that sizes the work, bounded before anything is built: one line naming the flag."""
+    bounds = (
+        ("--microbatches", args.microbatches, MAX_MICROBATCHES),
+        ("--micro-batch", args.micro_batch, MAX_MICRO_BATCH),
+        ("--sequence", args.sequence, MAX_TOKENS),
+        ("--context", args.context, MAX_TOKENS),
+        ("--batch", args.batch, MAX_BATCH),
+        ("--tp", args.tp, MAX_DEGREE),
+        ("--ep", args.ep, MAX_DEGREE),
+    )
+    for flag, value, most in bounds:
+        if value is not None and not 1 <= value <= most:
+            raise HcsimError(f"{flag} {value} is invalid (valid: an integer from 1 to {most:,}; docs/cli.md, Limits)")
+
+
+_TRAINING_FLAGS = (
+    ("parallel", "--parallel"), ("microbatches", "--microbatches"), ("micro_batch", "--micro-batch"),
+    ("sequence", "--sequence"), ("zero", "--zero"), ("ep", "--ep"), ("schedule", "--schedule"),
+    ("sequence_parallel", "--sequence-parallel/--no-sequence-parallel"), ("mapping", "--mapping"),
+    ("precision", "--precision"), ("recompute", "--recompute"), ("calibration", "--calibration"),
+    ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
+)  # fmt: skip
+_INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))
+_DEFAULTS = {
+    "bytes": "1GiB", "phase": "decode", "batch": 1, "micro_batch": 1, "schedule": "1f1b", "recompute": "none",
+    "calibration": "ideal", "dp_algorithm": "ring", "tp_algorithm": "ring",
+}  # fmt: skip
+"""What the flags of ``run`` default to; the parser leaves them None so a flag the user gave is known."""
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the user gave the flag: the parser leaves it None (store_true flags: False) otherwise."""
+    value = getattr(args, dest, None)
+    return value is not None and not (dest == "allow_spill" and value is False)
+
+
+def _check_applies(args: argparse.Namespace) -> None:
+    """A flag that does nothing in the chosen mode is refused, one line naming it and the mode it belongs to."""
+    training = bool(args.model) and not args.inference
+    if args.inference and not args.model:
+        raise HcsimError("--inference applies to --model (valid: --model NAME --inference, or drop --inference)")
+    if not training:
+        mode = "--inference" if args.model else f"--workload {args.workload}" if args.workload else "this run"
+        for dest, flag in _TRAINING_FLAGS:
+            if _given(args, dest):
+                raise HcsimError(
+                    f"{flag} applies to training (--model without --inference), not {mode} (valid: drop {flag})"
+                )
+    if not args.inference:
+        skip = ("tp", "context") if training else ()  # said by the training workload, with the flag to use instead
+        mode = "training (--model without --inference)" if training else "--workload"
+        for dest, flag in _INFERENCE_FLAGS:
+            if dest not in skip and _given(args, dest):
+                raise HcsimError(f"{flag} applies to --model NAME --inference, not {mode} (valid: drop {flag})")
+    if args.model:
+        for dest, flag, instead in (
+            ("bytes", "--bytes", "the model sets the sizes"),
+            ("algorithm", "--algorithm", "for training give --dp-algorithm/--tp-algorithm"),
+        ):
+            if _given(args, dest):
+                raise HcsimError(f"{flag} applies to --workload allreduce|llama2-13b, not --model ({instead})")
+    if args.platform and not args.system:
+        if args.platform.lower().endswith(NETWORK_FILES):  # --mix: its NPUs' type; --xpus said by _imported_network
+            refuse_system_flags(args, f"--platform {args.platform} (an imported network)", allow=("mix", "xpus"))
+        else:
+            refuse_system_flags(args, "--platform FILE.xml (the file fixes the system)")
+    if args.allow_spill and args.system not in DGX_SYSTEMS:
+        raise HcsimError(
+            f"--allow-spill applies to --system {'|'.join(DGX_SYSTEMS)} (their HBM is checked), not "
+            f"{'--system ' + args.system if args.system else '--platform'} (valid: drop it)"
+        )
+    for dest, default in _DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
 
 
 def _hosts_used(work: Workload) -> set[str]:
@@ -103,11 +195,11 @@ def main(args: argparse.Namespace) -> int:
         raise HcsimError(
             f"--iterations {args.iterations} is invalid (valid: an integer >= 1, at most {MAX_ITERATIONS})"
         )
+    _check_applies(args)  # a flag the chosen mode ignores is refused; then the defaults are filled in
+    _check_sizes(args)
     notes: list[str] = []  # printed on stderr once the run has succeeded (a failure prints one line only)
     trace = args.chrome_trace
-    for out in (trace, args.csv, args.links):
-        if out:
-            check_output_path(out)
+    check_outputs(files={"--chrome-trace": trace, "--csv": args.csv, "--links": args.links}, inputs=_input_files(args))
 
     rates: dict[str, float] = {}  # fp32 FLOP/s per XPU: Chakra durations and AICB times become FLOPs
     built = []
@@ -135,7 +227,7 @@ def main(args: argparse.Namespace) -> int:
         tp = Layout.parse(args.parallel, args.xpus).tp if dgx and training and args.parallel and args.xpus else 1
         args.sequence_parallel = tp > 1
     if args.model or args.workload is None:  # a transformer (issue 16)
-        workload = _training_workload(args, calib) if training else _inference_workload(args)
+        workload = GraphKept(_training_workload(args, calib)) if training else _inference_workload(args)
 
     imported = _imported_network(args)  # --platform net.yml: imported as 'hcsim platform import' does, then run
     if args.platform and imported is None:
@@ -147,6 +239,8 @@ def main(args: argparse.Namespace) -> int:
                 "--fast needs --system or the network file itself (--platform net.yml, ASTRA-sim or InfraGraph: "
                 "it folds the topology before compiling it), not a platform XML"
             )
+        if args.placement != "auto":
+            raise HcsimError(f"--placement {args.placement} applies to --system, not --platform")
         on_disk = os.path.isfile(args.platform)
         declared = simgrid_files.read_declared(args.platform) if on_disk else simgrid_files.Declared()
         config = simgrid_files.network_config(args.network_model or "file")
@@ -163,8 +257,9 @@ def main(args: argparse.Namespace) -> int:
         refuse_unrouted(facts, work, args.platform)  # SimGrid would abort at the first flow without a route
         narrowing = _narrowing(args, work, xpus)
         result = simulate(
-            args.platform, work, args.iterations, coherent=coherent, xpus=xpus, config=config, repeat=args.repeat
-        )
+            args.platform, work, args.iterations, coherent=coherent, xpus=xpus, config=config, repeat=args.repeat,
+            progress=args.progress,
+        )  # fmt: skip
         notes.insert(
             0,
             f"platform {args.platform}: {len(xpus)} XPUs ({how}; --xpus-from), network model "
@@ -195,11 +290,20 @@ def main(args: argparse.Namespace) -> int:
         topo = imported if imported is not None else build_topology(args, notes, spec=spec)
         if calib is not None and args.system not in DGX_SYSTEMS:
             _check_calibrated_devices(args, calib, topo, notes)
-        placement = fill_local_first
-        if training and args.system in DGX_SYSTEMS:
+        coherent = args.system == "cxl" if args.coherent is None else args.coherent
+        placement = fill_local_first if args.placement != "local" else all_local
+        kept_local = None  # with --placement auto on XPUs that name no memory to spill to: said once it ran
+        if args.placement == "auto" and training and args.system in DGX_SYSTEMS:
             _check_fits(args, workload, topo)
             if not args.allow_spill:  # it fits (checked): nothing is spilled, as Megatron spills nothing
                 placement = all_local
+        elif args.placement == "auto" and not _spills_somewhere(topo, coherent):
+            placement = all_local
+            kept_local = (
+                f"note: the XPUs of '{args.system or args.platform}' name no {'CXL' if coherent else 'host'} "
+                "memory, so each operator's data stays in its XPU's memory, its capacity not checked "
+                "(--placement local; --placement spill refuses what does not fit)"
+            )
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
@@ -211,7 +315,6 @@ def main(args: argparse.Namespace) -> int:
         if args.fast and chosen is not None:
             alg = algorithm("allreduce", chosen)
             fold = None if alg.ring and alg.system_fold else False
-        coherent = args.system == "cxl" if args.coherent is None else args.coherent
         default = f"--system {args.system}" if imported is None else "default for an imported network"
         why = default if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="hcsim-run-") as tmp:
@@ -225,6 +328,7 @@ def main(args: argparse.Namespace) -> int:
                 fold=fold,
                 repeat=args.repeat or args.fast,
                 placement=placement,
+                progress=args.progress,
                 # an imported network compiles as 'platform import' writes it (compact zones where it can)
                 compile=(lambda t: _compile_imported(t, tmp)) if imported is not None else None,
             )
@@ -234,12 +338,15 @@ def main(args: argparse.Namespace) -> int:
         notes.insert(0, f"{source}: network model raw, {semantics} memory ({why})")
         if result.fold_refused:
             notes.append(f"note: {result.fold_refused}; ran every XPU")
+        if kept_local and result.placement:  # only where operators hold data
+            notes.append(kept_local)
     if narrowing:
         notes.append(f"warning: {narrowing}")
     summary = report.summarize(result)
     if training:
         gpus = len(topo.xpus()) if imported is not None or not args.platform else len(xpus)
         summary.update(_throughput(workload, summary, gpus))
+        summary.update(steady_breakdown(result, workload.graph))  # first rank of every stage (hcsim.analysis)
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
     }
@@ -258,6 +365,23 @@ def main(args: argparse.Namespace) -> int:
         text += "\nskipped from the input  " + ", ".join(f"{n} {k}" for k, n in skipped.items())
     print(json.dumps(summary, indent=1, sort_keys=True) if args.json else text)
     return 0
+
+
+def _input_files(args: argparse.Namespace) -> dict[str, str]:
+    """The files ``run`` reads (flag -> path), which no output may name; a Chakra prefix stands for its ranks."""
+    given = {
+        "--platform": args.platform, "--workload": args.workload, "--rank-map": args.rank_map,
+        "--comm-groups": args.comm_groups, "--calibration": args.calibration, "--model": args.model,
+        "--algorithm": args.algorithm,
+    }  # fmt: skip
+    for flag, path in given.items():
+        if path and os.path.isdir(path) and flag != "--workload":  # a directory of Chakra traces is valid
+            raise HcsimError(f"{flag} '{path}' is a directory, not a file (valid: a file path)")
+    found = {flag: path for flag, path in given.items() if path and os.path.isfile(path)}
+    if args.workload and not os.path.exists(args.workload):
+        for i, path in enumerate(sorted(glob.glob(glob.escape(args.workload) + ".*.et"))):
+            found[f"--workload (rank file {i})"] = path
+    return found
 
 
 def _check_calibrated_devices(args: argparse.Namespace, calib: Calibration, topo: Topology, notes: list) -> None:
@@ -372,8 +496,8 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     calibrated = {}
     if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
         calibrated["calibration"] = calib
-    # collectives: NCCL's rings under the calibration (docs/collectives.md), the ideal ring otherwise
-    default = calibrated_name(args.calibration) if calib is not None else "ring"
+    # collectives: NCCL's rings under the calibration on a DGX (docs/collectives.md), the ideal ring otherwise
+    default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
     args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default
     extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
     # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
@@ -392,3 +516,9 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
         **extra,
         **calibrated,
     )
+
+
+def _spills_somewhere(topology: Topology, coherent: bool) -> bool:
+    """Whether every XPU of ``topology`` names the memory that data spills to (CXL if coherent, else host)."""
+    key = "cxl_memory" if coherent else "host_memory"
+    return all(topology.nodes[x].get(key) for x in topology.xpus())

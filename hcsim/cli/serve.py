@@ -22,6 +22,7 @@ from hcsim.analysis import queueing as q
 from hcsim.cli.platform import build_topology
 from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
+from hcsim.files import check_outputs
 from hcsim.frontends.serving import batching as fb
 from hcsim.frontends.serving.batch_times import batch_times
 from hcsim.platform import builders, compile_platform
@@ -29,12 +30,14 @@ from hcsim.units import parse_time
 from hcsim.workload.models.inference import check_inference
 from hcsim.workload.models.spec import load_model
 
-__all__ = ["MAX_JOBS", "MAX_SEED", "MAX_SERVERS", "main"]
+__all__ = ["MAX_JOBS", "MAX_SEED", "MAX_SERVERS", "MAX_TOKENS", "main"]
 
 MAX_JOBS = 100_000_000
 """Most ``--requests`` one run simulates: the run keeps about 40 bytes per request in memory (4 GB at this bound)."""
 MAX_SERVERS = 4096
 """Most ``--servers``: the star platform is compiled and simulated whole (the paper's largest system has 4096 XPUs)."""
+MAX_TOKENS = 2**20
+"""Most ``--context`` and ``--output-tokens``: 1Mi tokens, the longest context of published models."""
 MAX_SEED = 2**63 - 1
 """Seeds are non-negative 64-bit integers (numpy's generators refuse negative ones)."""
 
@@ -59,6 +62,11 @@ def _check_arguments(args: argparse.Namespace) -> None:
     _check_count(args.requests, "--requests", 1, MAX_JOBS, " requests to simulate")
     _check_count(args.servers, "--servers", 1, MAX_SERVERS, ", the XPUs of the serving platform")
     _check_count(args.seed, "--seed", 0, MAX_SEED)
+    if args.context is not None:
+        _check_count(args.context, "--context", 1, MAX_TOKENS, " prompt tokens")
+    _check_count(args.output_tokens, "--output-tokens", 0, MAX_TOKENS, " generated tokens")
+    if args.tp is not None:
+        _check_count(args.tp, "--tp", 1, MAX_SERVERS, " XPUs per TP group")
     if args.max_batch is not None:
         _check_count(args.max_batch, "--max-batch", 1, 2**31 - 1, "; omit it for no limit")
     if args.gpu and (args.beta is not None or args.c0 is not None):
@@ -67,8 +75,11 @@ def _check_arguments(args: argparse.Namespace) -> None:
     _finite(args.beta, "--beta", 0.0, example=" joules per job in a batch, e.g. 0.1")
     _finite(args.c0, "--c0", 0.0, example=" joules per batch, e.g. 0.5")
     _finite(args.rate, "--rate", 0.0, strict=True, example=" jobs/s, e.g. 500")
-    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
+    model = {"--model": args.model} if args.model and os.path.isfile(args.model) else {}
+    check_outputs(dirs={"--out": args.out}, inputs=model)
+    if args.out is not None:
+        names = ("jobs.csv", "batches.csv", "batch_sizes.csv", "batch_sizes.png", "summary.json")
+        check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in names}, inputs=model)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -137,7 +148,7 @@ def main(args: argparse.Namespace) -> int:
         )
     mean, half = fb.confidence_interval(r.latency)
     p99, p99_half = fb.percentile_interval(r.latency, 99)
-    if args.out:
+    if args.out is not None:
         fb.write_outputs(r, args.out, beta, c0)
     # the exact chain and the bound model no max delay, and one server's own Poisson stream
     exact_model = model is None and max_delay is None and (args.dispatch == "random" or args.servers == 1)

@@ -13,7 +13,9 @@ from typing import Any
 
 from hcsim.cli.flags import DeprecatedAlias
 from hcsim.errors import HcsimError
+from hcsim.files import check_outputs
 from hcsim.sweep import SweepSpec, load_spec, read_results, run_sweep
+from hcsim.sweep.runner import timings_path
 
 __all__ = ["MAX_WORKERS", "add_sweep_arguments", "main", "sweep_from_arguments"]
 
@@ -27,7 +29,13 @@ def main(args: argparse.Namespace) -> int:
         raise HcsimError(
             f"-j/--workers {args.workers} is invalid (valid: an integer from 1 to {MAX_WORKERS} parallel points)"
         )
+    if args.out is not None:
+        check_outputs(files={"--out": args.out})
     spec = load_spec(args.spec)
+    out = args.out if args.out is not None else spec.out
+    if out is not None:
+        flag = "--out" if args.out is not None else "the spec's 'out:'"
+        check_outputs(files={flag: out, f"{flag} (timings)": timings_path(out)}, inputs={"spec": args.spec})
     report = run_sweep(spec, out=args.out, executor=args.executor, jobs=args.workers, scheduler=args.scheduler)
     print(
         f"{report.out}: {report.total} points, {report.skipped} already done, {report.ok} ok, "

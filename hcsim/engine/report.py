@@ -9,6 +9,11 @@ Metrics (per iteration, averaged over the XPUs that take part):
   copy before compute when non-coherent; the tail of the remote access when coherent);
 * **throughput**: the workload's ``batches_per_iteration`` and ``samples_per_iteration``
   (graph attributes) over the mean iteration time: the paper's batch/s and samples/s;
+* **whole system**: after a fold (``hcsim.fast``), ``xpus``, ``remote_vertices`` and
+  ``bytes_on_links`` are the whole system's (each representative counted once per XPU
+  it stands for), ``simulated_*`` what SimGrid ran; ``fold`` says what was folded;
+* **iteration breakdown** (a training run, :mod:`hcsim.analysis.breakdown` fills the
+  summary's ``compute_s``, ``exposed_*_s``, ``memory_stall_s``, ``idle_s``): one line;
 * **links**: bytes carried by each link direction (from SimGrid's own routes), mean
   utilization (bytes / (bandwidth x makespan)) and peak utilization (the highest sum of
   the average rates of the flows crossing it at one time), and the top links by mean
@@ -25,7 +30,7 @@ from hcsim.outputs import ChromeTrace
 from hcsim.outputs import write_csv as write_csv_file
 
 __all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length",
-           "minus_length"]  # fmt: skip
+           "minus_length", "BREAKDOWN_LABELS"]  # fmt: skip
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -111,6 +116,7 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
     batches = result.graph.get("batches_per_iteration", 1)
     samples = result.graph.get("samples_per_iteration", batches)
     links = _link_stats(result) if result.flows else []
+    system = _system_view(result, len(xpus), links[:top])
     return {
         "iterations": k,
         "coherent": result.coherent,
@@ -121,20 +127,87 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
         "batches_per_s": batches / steady_mean if steady_mean > 0 else float("inf"),
         "samples_per_s": samples / steady_mean if steady_mean > 0 else float("inf"),
         "per_xpu_per_iteration_s": per_iteration,
-        "xpus": len(xpus),
         "activities": result.activities,
         "memoized_flows": result.memoized_flows,
         "memoized_iterations": result.memoized_iterations,
         "memoized_activities": result.memoized_activities,
-        "folded_from": (
-            result.graph.get("folded_xpus", result.graph.get("batches_per_iteration", len(xpus)))
-            if "folded_ranks" in result.graph
-            else None
-        ),
-        "remote_vertices": sum(1 for v in result.placement.values() if v is not None),
-        "bytes_on_links": sum(s["bytes"] for s in links),
-        "top_links": links[:top],
+        **system,
+        "simulated_remote_vertices": sum(1 for v in result.placement.values() if v is not None),
+        "simulated_bytes_on_links": sum(s["bytes"] for s in links),
+        "simulated_top_links": links[:top],
     }
+
+
+def _system_view(result: RunResult, simulated: int, top: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's whole-system fields: a fold's representatives scaled by the XPUs each stands for.
+
+    ``xpus`` is the system's XPU count and ``simulated_xpus`` the XPUs run in SimGrid;
+    ``folded_from``/``fold`` say what was folded (every fold: symmetry, zones, units,
+    the layout's replicas). ``remote_vertices`` counts each representative's remote
+    operators once per XPU it stands for (the fold's weights). ``bytes_on_links`` sums
+    each recorded flow's bytes x hops once per XPU its sender (or, for a memory flow,
+    its receiver) stands for: exact where the fold is proven hop class by hop class.
+    The fast paths record a memoized collective's flows whole at its end
+    (``hcsim.fast.system``); where memoized flows were not recorded, or a fold's weights
+    are unknown, ``bytes_on_links`` is ``None``. ``top_links`` lists links of the whole
+    system only when every XPU ran; after a fold it is ``None`` and
+    ``simulated_top_links`` lists the simulated links (named so).
+    """
+    fold = result.fold
+    weights: dict[str, int] = dict(getattr(fold, "weights", None) or {})
+    if fold is not None:
+        full, method = int(fold.group), str(getattr(fold, "method", "fold"))
+    elif "folded_ranks" in result.graph:
+        full, method = int(result.graph.get("folded_xpus", simulated)), "layout"
+    else:
+        full, method = simulated, ""
+    folded = bool(method) and full != simulated
+    if folded and not weights and simulated:  # the layout's replicas, each standing for full / simulated XPUs
+        ran = set(result.compute) | set(result.comm) | set(result.stall)
+        weights = dict.fromkeys(ran, full // simulated) if full % simulated == 0 else {}
+
+    def weight(x: str) -> int:
+        return weights.get(x, 1)
+
+    host_of = {r[0]: r[2] for r in result.trace if r[2] in weights} if weights else {}
+    remote: int | None = sum(weight(host_of.get(v, "")) for v, m in result.placement.items() if m is not None)
+    if folded and remote and not host_of:  # no trace kept: which XPU holds what is unknown here
+        remote = None
+    recorded = result.memoized_flows == 0 or bool(result.graph.get("memoized_traffic_recorded"))
+    complete = recorded and (not folded or bool(weights))
+    carried = None
+    if complete:
+        carried = 0.0
+        for src, dst, size, _, _ in result.flows:
+            carried += size * len(result.routes.get((src, dst), ())) * weight(src if src in weights else dst)
+    fold_text = None
+    if folded:
+        spread = sorted(set(weights.values())) or [0]
+        fold_text = f"{method} fold: {simulated} representative XPUs stand for {full}" + (
+            f" (each for {spread[0]} to {spread[-1]})" if len(spread) > 1 else f" (each for {spread[0]})"
+        )
+    return {
+        "xpus": full,
+        "simulated_xpus": simulated,
+        "folded_from": full if folded else None,
+        "fold": fold_text,
+        "remote_vertices": remote,
+        "bytes_on_links": carried,
+        "top_links": top if complete and not folded else None,
+    }
+
+
+#: a training run's iteration breakdown (:mod:`hcsim.analysis.breakdown`) as the text summary labels it
+BREAKDOWN_LABELS = (
+    ("compute_s", "compute"),
+    ("exposed_tp_s", "tp"),
+    ("exposed_pp_s", "pp"),
+    ("exposed_dp_s", "dp"),
+    ("exposed_cp_s", "cp"),
+    ("exposed_ep_s", "ep"),
+    ("memory_stall_s", "memory"),
+    ("idle_s", "idle"),
+)
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -144,7 +217,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"iterations            {summary['iterations']} ({'coherent' if summary['coherent'] else 'non-coherent'})",
         f"simulated time        {summary['makespan_s']:.6g} s",
         f"iteration time        {summary['steady_iteration_s']:.6g} s (first {summary['iteration_times_s'][0]:.6g} s)",
-        f"throughput            {summary['batches_per_s']:.6g} batch/s, {summary['samples_per_s']:.6g} samples/s",
+        f"throughput            {summary['batches_per_s']:.6g} batch/s, {summary['samples_per_s']:.6g} samples/s "
+        "(global batches per second of steady iteration: docs/cli.md)",
         "per XPU, per iteration:",
         f"  compute             {per['compute']:.6g} s",
         f"  communication       {per['communication']:.6g} s",
@@ -158,16 +232,33 @@ def format_summary(summary: dict[str, Any]) -> str:
             else ""
         ),
         f"operators on remote memory {summary['remote_vertices']}"
-        + (" (on the representative XPUs)" if summary["folded_from"] else ""),
+        + (
+            f" (of the whole system; {summary['simulated_remote_vertices']} on the simulated XPUs)"
+            if summary["folded_from"]
+            else ""
+        ),
     ]
     if summary["folded_from"]:
-        lines.insert(4, f"folded                {summary['xpus']} representative XPUs of {summary['folded_from']}")
-    if summary["top_links"]:
+        lines.insert(4, f"folded                {summary['fold']}")
+    if summary["folded_from"] and summary["bytes_on_links"] is not None:
+        lines.append(f"bytes on links        {summary['bytes_on_links']:.6g} B (whole system: bytes x hops)")
+    elif summary["bytes_on_links"] is None:
+        lines.append(
+            f"bytes on links        {summary['simulated_bytes_on_links']:.6g} B simulated only (bytes x hops of the "
+            "flows run in SimGrid: memoized flows and folded XPUs are not in it)"
+        )
+    if "compute_s" in summary:  # a training run: hcsim.analysis.breakdown's buckets (they add up to the iteration)
+        where = ", ".join(f"{label} {summary[key]:.4g}" for key, label in BREAKDOWN_LABELS)
+        lines.insert(3, f"iteration breakdown   {where} s (first rank of every stage)")
+    top = summary["top_links"]
+    if top is None and summary["simulated_top_links"]:
+        lines.append("top links, simulated only (mean / peak utilization, bytes):")
+        top = summary["simulated_top_links"]
+    elif top:
         lines.append("top links (mean / peak utilization, bytes):")
-        for s in summary["top_links"]:
-            lines.append(
-                f"  {s['link']:<40} {s['mean_utilization']:7.1%} / {s['peak_utilization']:7.1%}  {s['bytes']:.4g} B"
-            )
+    for s in top or ():
+        use = f"{s['mean_utilization']:7.1%} / {s['peak_utilization']:7.1%}"
+        lines.append(f"  {s['link']:<40} {use}  {s['bytes']:.4g} B")
     return "\n".join(lines)
 
 

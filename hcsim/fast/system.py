@@ -113,6 +113,8 @@ class FastPaths:
         o = self.options
         if not o.memoize:
             return []
+        if execution.record_flows:  # their flows are recorded whole at each vertex's end (_MemoizedTraffic)
+            exact = _Unrecorded(exact)
         ledger = LinkLedger(execution)
         rings = MemoizedRings(execution, exact, ledger)
         if o.background and self.raw_network:
@@ -124,7 +126,57 @@ class FastPaths:
         return [rings, MemoizedRounds(execution, exact, ledger)]
 
     def observers(self, execution: Any) -> Sequence[Any]:
-        return [IterationRepeat(execution)] if self.options.repeat else []
+        traffic = [_MemoizedTraffic(execution)] if self.options.memoize and execution.record_flows else []
+        return [*traffic, *([IterationRepeat(execution)] if self.options.repeat else [])]
+
+
+class _Unrecorded:
+    """The exact strategy as the memoized ones hand flows to it: its flows are not recorded one by one.
+
+    :class:`_MemoizedTraffic` records every flow of a memoized vertex at the vertex's end
+    instead, so a flow run exact inside a memoized plan is not counted twice.
+    """
+
+    def __init__(self, exact: Any) -> None:
+        self._exact = exact
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._exact, name)
+
+    def complete(self, act: Any, key: Any, now: float) -> None:
+        x = key[0]
+        x.record_flows = False
+        try:
+            self._exact.complete(act, key, now)
+        finally:
+            x.record_flows = True
+
+
+class _MemoizedTraffic:
+    """Records the traffic of each memoized collective (rings, rounds) when its vertex ends.
+
+    Memoized steps and rounds are not run in SimGrid flow by flow, so they leave no flow
+    records; this observer adds, per flow of the vertex's plan, one record of the bytes
+    the plan moves between its two ends (a compact ring plan's flows once per step) over
+    the vertex's lifetime. Bytes on links are then those of the exact engine; a link's
+    peak utilization is an average over the collective's lifetime.
+    """
+
+    def __init__(self, execution: Any) -> None:
+        self.x = execution
+        execution.result.graph["memoized_traffic_recorded"] = True
+
+    def vertex_done(self, v: int, k: int, start: float, now: float) -> None:
+        x = self.x
+        strategy = x.strategy_of[v]
+        if not isinstance(strategy, (MemoizedRings, MemoizedRounds)):
+            return
+        fp = x.flow_plans[v]
+        times = fp.steps if isinstance(strategy, MemoizedRings) else 1
+        flows = x.result.flows
+        for a, b, size in zip(fp.src, fp.dst, fp.size, strict=True):
+            if size:
+                flows.append((a, b, size * times, start, now))
 
 
 def simulate(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from hcsim.errors import HcsimError
+from hcsim.files import check_input_file, load_yaml
 from hcsim.formats.astra_network import read_astra_network
 from hcsim.formats.infragraph import read_infragraph
 from hcsim.platform.topology import Topology
@@ -28,11 +29,10 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     import yaml
 
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise HcsimError(f"topology file '{path}' does not exist")
+    check_input_file(path, "topology file", "an ASTRA-sim network YAML or an InfraGraph YAML/JSON file")
     try:
         with open(path) as f:
-            data = yaml.safe_load(f)  # JSON is YAML too
+            data = load_yaml(f.read(), f"topology file '{path}'")  # JSON is YAML too; a key given twice is refused
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise HcsimError(f"topology file '{path}' is not valid YAML or JSON: {first}") from None

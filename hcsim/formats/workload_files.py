@@ -20,6 +20,7 @@ from hcsim.collectives import algorithm
 from hcsim.errors import HcsimError
 from hcsim.formats.aicb import is_aicb, read_aicb
 from hcsim.formats.chakra import chakra_files, is_chakra, read_chakra
+from hcsim.units import parse_flops
 from hcsim.workload.catalog import WORKLOADS, workload_by_name
 from hcsim.workload.graph import COMM_KINDS, Workload
 
@@ -162,9 +163,9 @@ def xpu_rates_from_platform(path: str | os.PathLike[str]) -> dict[str, float]:
     try:
         for _, el in etree.iterparse(os.fspath(path), events=("end",), tag="host", no_network=True):
             props = {p.get("id"): p.get("value") for p in el.iter("prop")}
-            if props.get("kind") == "xpu":
-                speed = el.get("speed", "0").rstrip("f")
-                rates[el.get("id")] = float(props.get("fp32_flops") or speed)
+            if props.get("kind") == "xpu":  # SimGrid speeds carry SI prefixes ("1Gf"; a pstate list: the first)
+                speed = el.get("speed", "0").split(",")[0].strip()
+                rates[el.get("id")] = float(props["fp32_flops"]) if props.get("fp32_flops") else parse_flops(speed)
             el.clear()
     except (etree.XMLSyntaxError, OSError, ValueError) as exc:
         raise HcsimError(f"platform file '{os.fspath(path)}' cannot be read for XPU rates: {exc}") from None

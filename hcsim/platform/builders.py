@@ -43,6 +43,9 @@ __all__ = [
     "XPUS_PER_SERVER",
     "MAX_XPUS",
     "MAX_SPINES",
+    "MAX_BUILD_XPUS",
+    "MAX_FABRIC_LINKS",
+    "MAX_FAT_TREE_ARITY",
     "SERVERS_PER_RACK",
 ]
 
@@ -54,7 +57,15 @@ star is one flat zone with a route for every pair of XPUs, and a ring's routes a
 with its length (n**3 link references: a 1024-XPU ring takes minutes). Beyond these, a
 command would look hung."""
 MAX_SPINES = 256
-"""Most spine switches ``leafspine`` is offered for from the command line."""
+"""Most spine switches ``leafspine`` is offered for from the command line (and the Python builder)."""
+MAX_BUILD_XPUS = 16384
+"""Most XPUs the generic Python builders (ring, star, leaf_spine, fat_tree) make, as
+:data:`hcsim.platform.dgx.MAX_GPUS`: each builds in about 2 s and 100 MB; the paper's systems
+stop at their documented 4096 (:data:`MAX_XPUS`)."""
+MAX_FABRIC_LINKS = 65536
+"""Most leaf-to-spine links of :func:`leaf_spine` (leaves x spines)."""
+MAX_FAT_TREE_ARITY = 40
+"""Largest k of :func:`fat_tree`: k**3/4 = 16000 XPUs, within :data:`MAX_BUILD_XPUS`."""
 XPUS_PER_PCIE_SWITCH = 4
 SERVERS_PER_RACK = 16
 PCIE_LANES_CPU_TO_SWITCH = 4
@@ -105,11 +116,18 @@ def parse_mix(mix: str | Sequence[str | Device] | None, racks: int) -> list[Devi
 
 
 def _check_scale(xpus: int, servers_per_rack: int = SERVERS_PER_RACK) -> tuple[int, int]:
-    if isinstance(xpus, bool) or not isinstance(xpus, int) or xpus < XPUS_PER_SERVER or xpus % XPUS_PER_SERVER:
+    most = MAX_XPUS["cxl"]
+    if (
+        isinstance(xpus, bool)
+        or not isinstance(xpus, int)
+        or not XPUS_PER_SERVER <= xpus <= most
+        or xpus % XPUS_PER_SERVER
+    ):
         raise HcsimError(
-            f"--xpus {xpus!r} is not a positive multiple of the server size {XPUS_PER_SERVER} (valid: 8, 16, ..., 4096)"
+            f"xpus {xpus!r} is invalid for the paper's systems (valid: a multiple of the server size "
+            f"{XPUS_PER_SERVER}: 8, 16, ..., at most {most})"
         )
-    _check_count(servers_per_rack, "servers_per_rack", 1)
+    _check_count(servers_per_rack, "servers_per_rack", 1, most // XPUS_PER_SERVER)
     servers = xpus // XPUS_PER_SERVER
     return servers, math.ceil(servers / servers_per_rack)
 
@@ -239,9 +257,10 @@ def single_server(xpu: str | Device = "H100", links: dict[str, LinkSpec] | None 
     return topo
 
 
-def _check_count(n: int, what: str, minimum: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < minimum:
-        raise HcsimError(f"{what} {n!r} is invalid (valid: an integer >= {minimum})")
+def _check_count(n: int, what: str, minimum: int, maximum: int = MAX_BUILD_XPUS) -> None:
+    """Refuse a count that is not an integer from ``minimum`` to ``maximum``, before anything is allocated."""
+    if isinstance(n, bool) or not isinstance(n, int) or not minimum <= n <= maximum:
+        raise HcsimError(f"{what} {n!r} is invalid (valid: an integer from {minimum} to {maximum:,})")
 
 
 def ring(n: int, xpu: str | Device = "H100", bandwidth: object = "128GBps", latency: object = "1us") -> Topology:
@@ -291,8 +310,18 @@ def leaf_spine(
     with the smallest name among the equal-latency choices (no ECMP spreading).
     """
     _check_count(leaves, "leaf count", 1)
-    _check_count(spines, "spine count", 1)
+    _check_count(spines, "spine count", 1, MAX_SPINES)
     _check_count(hosts_per_leaf, "hosts per leaf", 1)
+    if leaves * hosts_per_leaf > MAX_BUILD_XPUS:
+        raise HcsimError(
+            f"leaf_spine: {leaves} leaves x {hosts_per_leaf} hosts per leaf = {leaves * hosts_per_leaf:,} XPUs "
+            f"(valid: at most {MAX_BUILD_XPUS:,})"
+        )
+    if leaves * spines > MAX_FABRIC_LINKS:
+        raise HcsimError(
+            f"leaf_spine: {leaves} leaves x {spines} spines = {leaves * spines:,} fabric links "
+            f"(valid: at most {MAX_FABRIC_LINKS:,})"
+        )
     host = LinkSpec.of(*host_link, what="host link")  # type: ignore[misc]
     fabric = LinkSpec.of(*fabric_link, what="fabric link")  # type: ignore[misc]
     topo = Topology(name=f"leafspine-{leaves}x{hosts_per_leaf}", system="leafspine")
@@ -332,9 +361,9 @@ def fat_tree(
     name as everywhere in hcsim (single path: no ECMP spreading). XPU ranks run edge by
     edge, pod by pod.
     """
-    _check_count(k, "fat-tree arity k", 2)
+    _check_count(k, "fat-tree arity k", 2, MAX_FAT_TREE_ARITY)
     if k % 2:
-        raise HcsimError(f"fat-tree arity k {k} is invalid (valid: an even integer >= 2)")
+        raise HcsimError(f"fat-tree arity k {k} is invalid (valid: an even integer from 2 to {MAX_FAT_TREE_ARITY})")
     host = LinkSpec.of(*host_link, what="host link")  # type: ignore[misc]
     fabric = LinkSpec.of(*fabric_link, what="fabric link")  # type: ignore[misc]
     h = k // 2

@@ -28,7 +28,7 @@ from typing import Any
 from lxml import etree
 
 from hcsim.errors import HcsimError
-from hcsim.files import temporary_beside
+from hcsim.files import atomic_path
 from hcsim.platform.routing import Router, common_zone
 from hcsim.platform.topology import Topology
 
@@ -328,8 +328,7 @@ def compile_platform(
     topology.validate()
     _check_simulable(topology)
     path = os.fspath(path)
-    tmp = temporary_beside(path, ".xml.tmp")
-    try:
+    with atomic_path(path, ".xml.tmp") as tmp:  # a reader never sees half a file; no temporary left
         with etree.xmlfile(tmp, encoding="utf-8") as xf:
             xf.write_declaration()
             xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
@@ -339,9 +338,4 @@ def compile_platform(
                         xf.write(etree.Element("prop", id=key, value=str(value)))
                 writer = _Writer(topology, precision, xf)
                 writer.zone("")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return writer.stats

@@ -210,6 +210,7 @@ class _LinesFile:
     def append(self, row: dict[str, Any]) -> None:
         line = json_line(row).encode()
         if self._fd is None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)  # one rule: parents created
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             size = os.fstat(self._fd).st_size
             if size > 0:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.files import load_yaml
 
 __all__ = ["MAX_NODES", "MAX_POINTS", "MAX_TIMEOUT", "SweepSpec", "Point", "load_spec", "resolve_function"]
 
@@ -226,7 +227,7 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
         line = raw[: exc.start].count(b"\n") + 1
         raise HcsimError(f"sweep spec '{path}' line {line}: not UTF-8 text (valid: a UTF-8 YAML file)") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, f"sweep spec '{path}'")
     except yaml.YAMLError as exc:
         raise HcsimError(f"sweep spec '{path}' is not valid YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:

@@ -160,6 +160,8 @@ def test_run_fast_runs_exact_what_it_cannot_fold_and_says_so(tmp_path):
     assert json.loads(fast.stdout)["makespan_s"] == json.loads(exact.stdout)["makespan_s"]
     ring = run("run", "--system", "ring", *common, "--fast")
     assert ring.returncode == 0 and "cannot be folded" not in ring.stderr
-    assert json.loads(ring.stdout)["xpus"] == 2  # folded by symmetry
+    folded = json.loads(ring.stdout)  # folded by symmetry: 2 XPUs simulated stand for the system's 8
+    assert (folded["xpus"], folded["simulated_xpus"], folded["folded_from"]) == (8, 2, 8)
+    assert folded["fold"].startswith("symmetry fold: 2 representative XPUs stand for 8")
     r = run("run", "--system", "cxl", "--xpus", 16, "--workload", "fig3", "--iterations", 1, "--fast")
     assert_one_line_error(r, "--fast applies to data-parallel workloads")

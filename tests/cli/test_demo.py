@@ -29,3 +29,35 @@ def test_a_failed_demo_keeps_a_directory_that_was_there(tmp_path, monkeypatch):
     with pytest.raises(HcsimError, match="stop"):
         demo.run_demo(16, str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_nothing_appears_in_out_before_the_work_is_done(tmp_path, monkeypatch):
+    out = tmp_path / "new" / "demo"
+    real = demo.simulate_compute
+    seen = []
+
+    def watching(*args, **kwargs):
+        seen.append(out.exists() or (tmp_path / "new").exists())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(demo, "simulate_compute", watching)
+    assert demo.run_demo(16, str(out)) == 0
+    assert seen == [False, False]
+    assert sorted(p.name for p in out.iterdir()) == ["cxl-16.png", "cxl-16.xml", "noncoherent-16.xml"]
+
+
+def test_a_demo_failing_while_publishing_leaves_nothing(tmp_path, monkeypatch):
+    import shutil
+
+    real, copies = shutil.copyfile, []
+
+    def second_fails(src, dst):
+        copies.append(src)
+        if len(copies) == 2:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(demo.shutil, "copyfile", second_fails)
+    with pytest.raises(OSError):
+        demo.run_demo(16, str(tmp_path / "new" / "demo"))
+    assert list(tmp_path.iterdir()) == []

@@ -15,16 +15,15 @@ from hcsim.platform import star
 from hcsim.workload import Workload
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED_RING = os.path.join(
-    ROOT, "..", "shared", "data", "astra-sim", "system", "custom_collectives",
+SHARED_RING = os.path.join(  # ASTRA-sim's MSCCL-IR ring, shipped in tests/data/astra-sim (MIT License; see NOTICE)
+    ROOT, "tests", "data", "astra-sim", "system", "custom_collectives",
     "custom_ring_allreduce_8npus_1MB", "custom_allreduce.xml",
 )  # fmt: skip
 EXAMPLES = os.path.join(ROOT, "examples", "collectives")
 ALLGATHER_RD = os.path.join(EXAMPLES, "allgather_recursive_doubling_4gpus.xml")
 RING_2CH = os.path.join(EXAMPLES, "allreduce_ring_2ch_4gpus.xml")
-needs_shared = pytest.mark.skipif(
-    not os.path.exists(SHARED_RING), reason=f"the shared MSCCL-IR sample is absent ({SHARED_RING})"
-)
+assert os.path.exists(SHARED_RING), SHARED_RING
+
 
 BW, LAT = 50e9, 2e-6
 
@@ -36,7 +35,6 @@ def run(compiled, n: int, kind: str, nbytes: float, alg: str) -> float:
     return simulate(path, w).makespan
 
 
-@needs_shared
 def test_the_shared_ring_file_is_a_complete_allreduce_that_runs_like_the_builtin_ring(compiled):
     """One threadblock per GPU alternating send and receive: each send waits for the previous
     send and the receive before it, so it *is* hcsim's ring (same flows, same dependencies):

@@ -18,7 +18,8 @@ from hcsim.platform import (
     star,
 )
 from hcsim.platform.compiler import link_id
-from hcsim.platform.probe import check_platform, simgrid_route, simulate_compute, simulate_transfers
+from hcsim.platform.probe import check_platform, simulate_compute, simulate_transfers
+from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 
 REL = 1e-9
 SIZE = 3 * 10**9 + 17  # bytes; odd on purpose
@@ -47,15 +48,57 @@ def test_lone_transfers_match_latency_plus_size_over_bandwidth(paper_system, sys
         assert t == pytest.approx(lone_time(topo, router, a, b), rel=REL), (a, b)
 
 
-def test_simgrid_resolves_our_routes(paper_system):
-    topo, path = paper_system("cxl", 384)
+def _routes_in_simgrid(path: str, pairs: list[tuple[str, str]]) -> list[tuple[list[str], float]]:
+    """SimGrid's own route (link names, latency) for each pair, the platform loaded once."""
+
+    def resolve(path, pairs):
+        simgrid = import_simgrid()
+        engine = load_platform(path)
+        out = []
+        for a, b in pairs:
+            links, latency = simgrid.Host.by_name(a).route_to(simgrid.Host.by_name(b))
+            out.append(([link.name for link in links], latency))
+        del engine
+        return out
+
+    return run_isolated(resolve, path, pairs)
+
+
+def route_classes(topo, router) -> dict[tuple, tuple[str, str]]:
+    """One (source, destination) pair per route class: the kinds of the nodes along the route and its links.
+
+    Sources are every host of the first server (a paper system's servers are alike), in
+    both directions to every host of the system: every XPU, host memory and CXL memory,
+    in the same server, another server of the rack, and another rack.
+    """
+    hosts = sorted(topo.hosts())
+    first = [h for h in hosts if h.startswith("r00s00.")]
+    classes: dict[tuple, tuple[str, str]] = {}
+    for a in first:
+        for b in hosts:
+            for u, v in ((a, b), (b, a)):
+                if u == v:
+                    continue
+                p = router.path(u, v)
+                nodes = tuple((topo.nodes[n].get("kind"), topo.nodes[n].get("switch_kind", "")) for n in p)
+                links = tuple((e["latency"], e["bandwidth"], e.get("link_kind", "")) for e in
+                              (topo.edges[x, y] for x, y in pairwise(p)))  # fmt: skip
+                classes.setdefault((nodes, links), (u, v))
+    return classes
+
+
+@pytest.mark.parametrize("system", ["cxl", "noncoherent"])
+def test_simgrid_resolves_every_route_class_as_we_route_it(paper_system, system):
+    topo, path = paper_system(system, 384)  # 3 racks of 16 servers
     router = Router(topo)
-    for a, b in sample_pairs(topo, 6, seed=3):
-        links, latency = simgrid_route(path, a, b)
+    classes = route_classes(topo, router)
+    assert len(classes) >= 20, len(classes)
+    pairs = sorted(classes.values())
+    for (a, b), (links, latency) in zip(pairs, _routes_in_simgrid(path, pairs), strict=True):
         p = router.path(a, b)
         # a full-duplex link is two SimGrid links, NAME_UP (a -> b for a < b) and NAME_DOWN
-        assert links == [link_id(u, v) + ("_UP" if u < v else "_DOWN") for u, v in pairwise(p)]
-        assert latency == pytest.approx(path_latency(topo, p), rel=REL)
+        assert links == [link_id(u, v) + ("_UP" if u < v else "_DOWN") for u, v in pairwise(p)], (a, b)
+        assert latency == pytest.approx(path_latency(topo, p), rel=REL), (a, b)
 
 
 def test_two_flows_sharing_a_link_each_get_half(compiled):

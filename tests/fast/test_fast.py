@@ -53,7 +53,7 @@ def test_fast_paths_agree_with_the_exact_engine(compile_cached, system, xpus, mi
     exact, _ = _iteration(compile_cached, system, xpus, mix, memoize=False, fold=False, spr=spr)
     for memoize, fold in ((True, False), (False, True), (True, True)):
         fast, r = _iteration(compile_cached, system, xpus, mix, memoize=memoize, fold=fold, spr=spr)
-        assert fast == pytest.approx(exact, rel=0.01), (memoize, fold, fast, exact)
+        assert fast == pytest.approx(exact, rel=2e-3), (memoize, fold, fast, exact)
 
 
 # the sweeps' extremes: at 16 GB/s remote-memory flows and ring flows fight for the CXL links all the time
@@ -64,7 +64,7 @@ def test_fast_paths_agree_at_the_sweeps_extremes(compile_cached, links):
     exact, _ = _iteration(compile_cached, "cxl", 16, "H100", memoize=False, fold=False, spr=16, **links)
     for memoize, fold in ((True, False), (True, True)):
         fast, _ = _iteration(compile_cached, "cxl", 16, "H100", memoize=memoize, fold=fold, spr=16, **links)
-        assert fast == pytest.approx(exact, rel=0.01), (links, memoize, fold, fast, exact)
+        assert fast == pytest.approx(exact, rel=5e-4), (links, memoize, fold, fast, exact)
 
 
 def test_memoized_allreduce_is_exact_on_an_idle_network(compiled):
@@ -108,7 +108,7 @@ def test_two_rings_and_a_background_flow_agree_with_the_exact_engine(compiled):
     memo = simulate(path, w, 1, record_flows=False, memoize=True)
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("exact", exact), ("memo", memo))}
     for v in ("A", "B", "bg"):
-        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
+        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=1e-12), (v, ends)
 
 
 def test_overlapping_rings_of_two_families_agree_with_the_exact_engine(compiled):
@@ -134,7 +134,7 @@ def test_overlapping_rings_of_two_families_agree_with_the_exact_engine(compiled)
     assert memo.memoized_flows > 0
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("exact", exact), ("memo", memo))}
     for v in ("A", "B", "C", "pair", "bg"):
-        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
+        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=5e-6), (v, ends)
 
 
 @pytest.mark.slow
@@ -146,7 +146,7 @@ def test_memoized_mixed_system_at_100us_runs_both_iterations(compiled):
     w = llama2_13b(folded.ranks, group=folded.group)
     memo = simulate(path, w, 2, record_flows=False, memoize=True)
     exact = simulate(path, w, 2, record_flows=False)  # the exact engine on the same folded system
-    assert memo.iteration_end == pytest.approx(exact.iteration_end, rel=0.01)
+    assert memo.iteration_end == pytest.approx(exact.iteration_end, rel=1.5e-4)
 
 
 def test_raw_contexts_change_nothing_but_speed_under_memoize(compiled, tmp_path):

@@ -203,8 +203,8 @@ def test_folded_and_fast_runs_agree_with_the_exact_engine(case):
     fast = simulate_system(build(), llama, fast=True, record_flows=False, **kwargs)
     assert folded.fold is not None and folded.fold.method == "symmetry"
     assert len(folded.fold.ranks) < len(build().xpus())
-    assert folded.makespan == pytest.approx(exact.makespan, rel=0.01)
-    assert fast.makespan == pytest.approx(exact.makespan, rel=0.01)
+    assert folded.makespan == pytest.approx(exact.makespan, rel=6e-11)
+    assert fast.makespan == pytest.approx(exact.makespan, rel=8e-5)
 
 
 @pytest.mark.parametrize(

@@ -96,7 +96,8 @@ def test_folded_and_fast_layouts_agree_with_the_exact_engine(case):
         assert run.fold is not None and len(run.fold.ranks) < len(build().xpus()), (case, mode)
         assert sum(run.fold.weights.values()) == len(build().xpus())
         error = run.makespan / exact.makespan - 1
-        assert abs(error) < 0.01, (case, mode, error)
+        # measured: the fold 0 in every case, fold + memoize + repeat 3.5e-4 at most (noncoherent 16GB/s zero3)
+        assert abs(error) < (1e-12 if mode == "fold" else 1e-3), (case, mode, error)
 
 
 def test_the_kept_replicas_graph_is_the_full_graph_rank_for_rank():
@@ -161,7 +162,7 @@ def test_cxl_256_tp8_keeps_four_servers_and_equals_the_exact_engine():
     exact = simulate_system(cxl_system(256), work, record_flows=False)
     run = simulate_system(cxl_system(256), work, fold=True, record_flows=False)
     assert len(run.fold.ranks) == 32  # first and last server of each of the two racks
-    assert abs(run.makespan / exact.makespan - 1) < 0.01
+    assert abs(run.makespan / exact.makespan - 1) < 1e-12  # measured 0 (docs/fast-paths.md, the contract)
 
 
 @pytest.mark.slow

@@ -88,7 +88,7 @@ def test_a_ring_starting_during_a_freeze(compiled):
     assert runs["on"]["B"][0] < runs["on"]["A"][1]  # B started while A ran
     for v in ("A", "B", "load0"):
         assert runs["on"][v][1] == pytest.approx(runs["off"][v][1], rel=5e-5), (v, runs)
-        assert runs["on"][v][1] == pytest.approx(runs["exact"][v][1], rel=0.01), (v, runs)
+        assert runs["on"][v][1] == pytest.approx(runs["exact"][v][1], rel=2e-5), (v, runs)
 
 
 @pytest.mark.parametrize("load", [True, False])

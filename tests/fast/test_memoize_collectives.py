@@ -42,7 +42,7 @@ def _one(ranks: list[str], kind: str, name: str, nbytes: float) -> Workload:
 def _agree(path: str, work: Workload, iterations: int = 2) -> tuple[object, object]:
     exact = simulate(path, work, iterations, record_flows=False)
     memo = simulate(path, work, iterations, record_flows=False, memoize=True)
-    assert memo.makespan == pytest.approx(exact.makespan, rel=0.01), (work.name, memo.makespan, exact.makespan)
+    assert memo.makespan == pytest.approx(exact.makespan, rel=3e-9), (work.name, memo.makespan, exact.makespan)
     assert memo.activities + memo.memoized_flows == exact.activities, work.name
     return exact, memo
 
@@ -114,7 +114,7 @@ def test_foreign_traffic_interrupts_skipped_rounds(paper_system):
     e, m = ends[id(exact)], ends[id(memo)]
     assert e.keys() == m.keys()
     for key in e:
-        assert m[key] == pytest.approx(e[key], rel=0.01), key
+        assert m[key] == pytest.approx(e[key], rel=5e-3), key
     assert memo.memoized_flows > 0
     assert memo.activities + memo.memoized_flows == exact.activities
 
@@ -166,7 +166,7 @@ def test_a_skipped_whole_plan_is_replayed_when_interrupted(paper_system, kind, n
     m = {(t.vertex, t.iteration): t.end for t in memo.trace}
     assert e.keys() == m.keys()
     for key in e:
-        assert m[key] == pytest.approx(e[key], rel=0.01), key
+        assert m[key] == pytest.approx(e[key], rel=3e-4), key
     assert memo.memoized_flows > 0
     assert memo.activities + memo.memoized_flows == exact.activities
 

@@ -57,7 +57,7 @@ def test_overlapping_rings_on_a_folded_fat_tree_agree_with_the_exact_engine(comp
     memo = _llama(topo, compile_cached, memoize=True)
     assert exact.fold is not None and len(exact.fold.ranks) == 8  # the symmetry fold, on both
     assert _overlapping(memo.trace) >= 2  # the case at hand: gradient rings overlap
-    assert memo.makespan == pytest.approx(exact.makespan, rel=0.01), (memo.makespan, exact.makespan)
+    assert memo.makespan == pytest.approx(exact.makespan, rel=8e-5), (memo.makespan, exact.makespan)
     assert memo.activities + memo.memoized_flows == exact.activities
     plain = _llama(topo, compile_cached, memoize=True, twins=False)
     assert plain.activities + plain.memoized_flows == exact.activities
@@ -92,5 +92,5 @@ def test_a_flow_the_twins_did_not_foresee_breaks_them(compiled, watched):
     ends = {m: {row[0]: row[5] for row in r.trace} for m, r in (("exact", exact), ("memo", memo))}
     assert seen[0][0] == pytest.approx(ends["exact"]["wait"], rel=1e-9)  # when the p2p starts
     for v in ("A", "B", "bg"):
-        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=0.01), (v, ends)
+        assert ends["memo"][v] == pytest.approx(ends["exact"][v], rel=2e-6), (v, ends)
     assert memo.activities + memo.memoized_flows == exact.activities

@@ -16,10 +16,11 @@ from hcsim.formats.workload_files import load_workload
 from hcsim.platform import compile_platform, star
 from hcsim.workload import Workload
 
-# the project's shared data sits beside the repository (shared/data); HCSIM_SHARED_DATA overrides
-DATA = Path(os.environ.get("HCSIM_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
+# ASTRA-sim's own Chakra ET samples, shipped in tests/data/astra-sim (MIT License: its LICENSE; see NOTICE)
+DATA = Path(__file__).resolve().parents[1] / "data"
 SAMPLES = sorted({os.path.dirname(f) for f in glob.glob(str(DATA / "astra-sim" / "**" / "*.et"), recursive=True)})
-needs_samples = pytest.mark.skipif(not SAMPLES, reason="ASTRA-sim samples (shared/data/astra-sim) not present")
+assert len(SAMPLES) == 6, SAMPLES  # 5 microbenchmarks and the custom ring: a clone has them all
+
 
 LAT, BW = 936.25e-9, 400 * 2**30  # ASTRA-sim's HGX-H100 switch: 936.25 ns per link, 400 GB/s (GB = 2^30 B)
 H100_FP32 = 67e12
@@ -66,7 +67,6 @@ def sample_id(folder: str) -> str:
     return os.path.basename(os.path.dirname(folder)) + "/" + os.path.basename(folder)
 
 
-@needs_samples
 @pytest.mark.parametrize("sample", SAMPLES, ids=sample_id)
 def test_every_astra_sim_sample_runs(sample: str, platforms) -> None:
     n = len(chakra_files(sample))
@@ -78,7 +78,6 @@ def test_every_astra_sim_sample_runs(sample: str, platforms) -> None:
     assert {r.vertex for r in result.trace} == set(w.nodes)  # every vertex ran
 
 
-@needs_samples
 @pytest.mark.parametrize(
     "folder, kind",
     [
@@ -106,7 +105,6 @@ def test_collective_from_et_times_exactly_like_the_native_one(folder: str, kind:
         assert t_et == pytest.approx(closed, rel=1e-9)
 
 
-@needs_samples
 def test_custom_ring_trace_pairs_sends_and_receives(platforms) -> None:
     sample = (
         DATA / "astra-sim" / "system" / "custom_collectives" / "custom_ring_allreduce_8npus_1MB" / "custom_allreduce"
@@ -165,7 +163,6 @@ def test_write_chakra_round_trip(tmp_path: Path) -> None:
     assert back.graph["chakra_skipped"] == {"METADATA_NODE": 4}  # the process-group table, one per rank
 
 
-@needs_samples
 @pytest.mark.parametrize("sample", SAMPLES, ids=sample_id)
 def test_samples_round_trip(sample: str, tmp_path: Path) -> None:
     xpus = [f"g{i}" for i in range(8)]
@@ -320,7 +317,6 @@ def test_missing_rank_file_and_too_few_xpus(tmp_path: Path) -> None:
         read_chakra(tmp_path / "t", ["a", "b"])
 
 
-@needs_samples
 def test_crosscheck_card_is_the_scripts_output(tmp_path: Path) -> None:
     """docs/validation.md is what experiments/crosscheck_astrasim.py writes, byte for byte."""
     import subprocess
@@ -340,7 +336,6 @@ def test_crosscheck_card_is_the_scripts_output(tmp_path: Path) -> None:
     assert len(ring_rows) == 7 and all(line.endswith("| 1.000000 |") for line in ring_rows)
 
 
-@needs_samples
 def test_run_command_on_an_imported_network(tmp_path: Path) -> None:
     """``hcsim platform import`` then ``hcsim run --workload PATH/PREFIX``: the ring closed form, through the CLI."""
     import subprocess

@@ -130,7 +130,8 @@ def test_bad_specs(tmp_path, spec, needles):
 
 def test_unwritable_results_and_unreachable_scheduler_leave_results_untouched(tmp_path):
     spec = write_spec(tmp_path, function=SYNTH, grid={"value": [1]})
-    assert_one_line_error(run("sweep", spec, "--out", tmp_path / "no" / "r.jsonl"), "does not exist")
+    (tmp_path / "no").write_text("a file")  # a missing parent would be created (docs/cli.md); a file cannot be
+    assert_one_line_error(run("sweep", spec, "--out", tmp_path / "no" / "r.jsonl"), "is not a directory")
     existing = tmp_path / "r.jsonl"
     existing.write_text('{"id": "x", "status": "ok"}\n')
     r = run("sweep", spec, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9", "--out", existing)

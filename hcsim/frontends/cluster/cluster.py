@@ -99,10 +99,9 @@ def _partition(nodes: list[Node], spec: Mapping[str, int | Sequence[str]] | None
             raise HcsimError(f"partition {name!r}: {what!r} is invalid (valid: a node count or a list of node names)")
         if isinstance(what, int):
             if what < 1 or cursor + what > len(nodes):
-                raise HcsimError(
-                    f"partition {name!r} asks for {what} nodes but only {len(nodes) - cursor} are left "
-                    f"(valid: 1..{len(nodes) - cursor})"
-                )
+                left = len(nodes) - cursor
+                valid = f"1..{left}" if left else f"no more partitions: the cluster's {len(nodes)} nodes are all given"
+                raise HcsimError(f"partition {name!r} asks for {what} nodes but only {left} are left (valid: {valid})")
             idx = list(range(cursor, cursor + what))
             cursor += what
         else:

@@ -419,18 +419,17 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
     tied = config.get("tie_word_embeddings", family[1] if family else False)  # unknown: LLaMA's default
     if not isinstance(tied, bool):
         raise HcsimError(f"model config '{source}': tie_word_embeddings {tied!r} is invalid (valid: true or false)")
-    if family is None:
+    unknown = None
+    if family is None:  # said once the spec is known to be valid: an invalid file gets its one error line only
         said = "as the file says" if "tie_word_embeddings" in config else "LlamaConfig's default"
         what = f"model_type {model_type!r} is not one hcsim knows" if model_type else "it names no model_type"
-        warnings.warn(
+        unknown = (
             f"model config '{source}': {what} ({', '.join(HF_FAMILIES)}): read as a LLaMA-like decoder with a "
             f"{'gated (3-matrix)' if gated else '2-matrix'} MLP (hidden_act {act!r}) and tie_word_embeddings "
-            f"{str(tied).lower()} ({said})",
-            UnknownModelType,
-            stacklevel=2,
+            f"{str(tied).lower()} ({said})"
         )
     try:
-        return TransformerSpec(
+        spec = TransformerSpec(
             name=str(config.get("_name_or_path") or name).split("/")[-1] or "model",
             layers=layers,
             hidden=hidden,
@@ -451,6 +450,9 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
         )
     except HcsimError as exc:
         raise HcsimError(f"model config '{source}': {str(exc).split(': ', 1)[-1]}") from None
+    if unknown:
+        warnings.warn(unknown, UnknownModelType, stacklevel=2)
+    return spec
 
 
 def _hf_extras(

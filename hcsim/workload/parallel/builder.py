@@ -171,6 +171,7 @@ def training_graph(
             full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch,
         )  # fmt: skip
         builder.gather_forward = overlap_param_gather
+        builder.calibration = calibration  # the optimizer step's time (GradientSync); none in the ideal model
         w = builder.build(name or f"{spec.name}-{shown}")
         if calibration is not None:
             _calibrated_seconds(w, calibration, builder.precision)

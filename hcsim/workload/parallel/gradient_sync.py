@@ -13,6 +13,12 @@ It is a mixin: it reads the walker's state (``layout``, ``grid``, ``units``, ``z
 ``first``/``unit_last_bwd``/``uses``/``bwd_last`` indexes filled while the chains were
 built) and appends to its ``edges`` through its ``_comm``. Each rank runs its gradient
 collectives one at a time, as NCCL runs the buckets of one communicator stream.
+
+Under a calibration (``calibration`` set by the builder) each rank also runs its
+**optimizer step** (:mod:`.optimizer`): a compute vertex ``{xpu}/optimizer`` with its
+calibrated ``seconds``, after the rank's last gradient collective and its own chain,
+before its next iteration and before any parameter all-gather it takes part in. Without
+one (the ideal model) nothing is added: the graph is the same as before.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 from hcsim.collectives.registry import for_kind
 from hcsim.workload.parallel.comms import DP_SYNC
 from hcsim.workload.parallel.costs import UnitCost
+from hcsim.workload.parallel.optimizer import optimizer_bytes_per_param, optimizer_seconds
 
 __all__ = ["GradientSync"]
 
@@ -46,6 +53,10 @@ class GradientSync:
     bwd_last: dict[tuple, str]
     _use_index: dict[tuple, dict]
     edges: list[tuple[str, str, bool]]
+    nodes: dict[str, dict]
+    orders: list[list[tuple]]
+    last: dict[tuple, str]
+    calibration: Any = None  # a Calibration: the optimizer step is added (the builder sets it)
 
     def _comm(self, name: str, nbytes: float, kind: str, scope: list[str], algorithm: str | None, **attrs) -> bool:
         raise NotImplementedError  # the graph walker's
@@ -57,10 +68,19 @@ class GradientSync:
         finishes the units (last unit first), as NCCL runs the buckets of one communicator
         stream; at 1024 XPUs, all at once would also be ~20k concurrent flows.
         """
+        # (d, p, t) -> (what the rank's optimizer step waits for, parameter all-gathers that wait for it)
+        self._steps: dict[tuple, tuple[list[str], list[str]]] | None = {} if self.calibration is not None else None
         if self.fsdp:
             self._fsdp_sync()
-            return
+        else:
+            self._replica_sync()
+        if self._steps is not None:
+            self._optimizer_steps()
+
+    def _replica_sync(self) -> None:
+        """The gradient collectives once per iteration (plain DP, ZeRO-1/2/3 without FSDP's per-microbatch ones)."""
         lay, grid = self.layout, self.grid
+        steps = self._steps
         kinds = DP_SYNC[self.zero]
         dp = self.algorithms["dp"]  # also its reduce-scatter and allgather where it has them (for_kind)
         for p in range(lay.pp):
@@ -110,6 +130,8 @@ class GradientSync:
                                 vertex = f"{base}.allgather.{pas}"
                                 self._comm(vertex, gather_bytes, "allgather", scope, None, phase="dp", **stands)
                                 self.edges.append((sync, vertex, True))
+                                if steps is not None:
+                                    self._step_gates(p, t, replicas, vertex)
                                 self.edges.extend((vertex, self.first[(d, p, t, unit, pas)], False) for d in replicas)
                                 stream.append(vertex)
                 # ZeRO-3 prefetch: one allgather at a time, forward units in order, then backward ones in reverse
@@ -117,6 +139,12 @@ class GradientSync:
                 self.edges.extend((u, v, False) for u, v in zip(stream, stream[1:], strict=False))
                 if forward_gathers:
                     self._gathers_in_forward(p, t, forward_gathers[::-1], sorted(set(stream_last.values())))
+                    if steps is not None:
+                        for _, vertex, replicas in forward_gathers:
+                            self._step_gates(p, t, replicas, vertex)
+                if steps is not None:
+                    for d, sync in stream_last.items():
+                        self._step(d, p, t)[0].append(sync)
 
     def _gathers_in_forward(self, p: int, t: int, gathers: list[tuple[str, str, list[int]]], done: list[str]) -> None:
         """overlap_param_gather: the all-gathers one at a time in forward unit order, each launched once the
@@ -198,6 +226,12 @@ class GradientSync:
                             last_rs[unit] = rs
                     for unit, rs in last_rs.items():  # the optimizer step gates the next iteration's gathers
                         self.edges.append((rs, first_gather[unit], True))
+                    if self._steps is not None:  # the step after the last reduce-scatter, before the first gathers
+                        for d in replicas:
+                            if prev_rs is not None:
+                                self._step(d, p, t)[0].append(prev_rs)
+                        for vertex in first_gather.values():
+                            self._step_gates(p, t, replicas, vertex)
 
     def _use_first(self, d: int, p: int, t: int, use: tuple) -> str:
         """The first vertex of replica ``d``'s use ``(unit, pass, mb)`` of a unit at stage ``p``, TP slice ``t``."""
@@ -205,3 +239,61 @@ class GradientSync:
         if index is None:
             index = self._use_index[(d, p, t)] = {(u, pas, mb): v for u, pas, mb, v in self.uses[(d, p, t)]}
         return index[use]
+
+    # ---------------------------------------------------------------- the optimizer step (calibrated runs)
+    def _step(self, d: int, p: int, t: int) -> tuple[list[str], list[str]]:
+        """(waits for, gates) of replica ``d``'s optimizer step at stage ``p``, TP slice ``t``."""
+        steps = self._steps
+        assert steps is not None
+        entry = steps.get((d, p, t))
+        if entry is None:
+            entry = steps[(d, p, t)] = ([], [])
+        return entry
+
+    def _step_gates(self, p: int, t: int, replicas: list[int], vertex: str) -> None:
+        """A parameter all-gather of ``replicas`` waits for each one's optimizer step (of the last iteration)."""
+        for d in replicas:
+            self._step(d, p, t)[1].append(vertex)
+
+    def _shard_params(self, p: int) -> float:
+        """Parameters of stage ``p`` whose optimizer state one of its ranks holds (ZeRO >= 1: its shard)."""
+        dense = sum(cost.params for _, cost, _ in self.units[p])
+        experts = sum(cost.expert_params for _, cost, _ in self.units[p] if isinstance(cost, UnitCost))
+        if self.zero < 1:
+            return float(dense + experts)
+        return dense / self.full_replicas + experts / max(self.full_replicas // self.layout.ep, 1)
+
+    def _optimizer_steps(self) -> None:
+        """Per rank, its optimizer step: after its chain and its gradient collectives, before its next iteration."""
+        from hcsim.workload.graph import Workload
+        from hcsim.workload.models.precision import training_precision
+
+        lay, grid = self.layout, self.grid
+        precision = self.policy or training_precision("fp32" if self.bpv >= 4 else "fp16")
+        steps = self._steps
+        assert steps is not None
+        checked = False
+        for p in range(lay.pp):
+            params = self._shard_params(p)
+            if params <= 0:
+                continue
+            seconds = optimizer_seconds(params, precision, self.calibration)
+            nbytes = params * optimizer_bytes_per_param(precision)
+            first_unit = self.units[p][0][0]
+            for d in range(lay.replicas):
+                for t in range(lay.tp):
+                    xpu = grid.xpu(d, p, t)
+                    vertex = f"{xpu}/optimizer"
+                    self.nodes[vertex] = v = {
+                        "type": "compute", "flops": 0.0, "location": xpu, "precision": "fp32", "mem_bytes": nbytes,
+                        "footprint": 0.0, "is_start": False, "data": f"{xpu}/{first_unit}", "phase": "optimizer",
+                        "seconds": seconds,
+                    }  # fmt: skip
+                    if not checked:
+                        Workload._check_vertex(vertex, v)
+                        checked = True
+                    waits, gates = steps.get((d, p, t), ([], []))
+                    chain_end = self.last[(d, p, t, *self.orders[p][-1])]
+                    chain_start = self.first[(d, p, t, *self.orders[p][0])]
+                    self.edges.extend((u, vertex, False) for u in [chain_end, *waits])
+                    self.edges.extend((vertex, g, True) for g in [chain_start, *gates])

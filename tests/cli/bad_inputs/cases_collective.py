@@ -30,5 +30,7 @@ CASES = [
         "collective --system noncoherent --xpus 16 --sizes 1KiB --algorithm coherent_ring",
         r"coherent_ring.*coherent",
     ),
-    case("collective-out-is-file", f"{RUN} --sizes 1KiB --out {{tmp}}/f", r"is not a directory", files={"f": "x"}),
+    case(
+        "collective-out-is-file", f"{RUN} --sizes 1KiB --out {{tmp}}/f", r"is a file, not a directory", files={"f": "x"}
+    ),
 ]

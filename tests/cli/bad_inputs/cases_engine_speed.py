@@ -21,7 +21,7 @@ CASES = [
     case(
         "run-repeat-time-varying-platform",
         "run --platform {tmp}/p.xml --workload allreduce --bytes 1MiB --iterations 3 --repeat",
-        "time-varying",
+        "bandwidth_file",  # refused before SimGrid loads it (hcsim.platform.precheck)
         files={"p.xml": VARYING, "bw.txt": "0 1e9\n1 5e8\n"},
     ),
 ]

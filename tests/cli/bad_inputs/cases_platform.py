@@ -80,7 +80,13 @@ CASES = [
     case("build-mix-empty-part", "platform build cxl --xpus 16 --mix H100+ -o {tmp}/p.xml", r"mix 'H100\+' is invalid"),
     case("build-precision-unknown", "platform build cxl --xpus 16 --precision fp8 -o {tmp}/p.xml", r"--precision.*fp8"),
     case("build-output-directory", "platform build ring --xpus 4 -o {tmp}", r"is a directory"),
-    case("build-output-missing-dir", "platform build ring --xpus 4 -o {tmp}/no/such/p.xml", r"does not exist"),
+    # a missing directory is created (docs/cli.md, Outputs); a file in the way is refused
+    case(
+        "build-output-under-a-file",
+        "platform build ring --xpus 4 -o {tmp}/no/such/p.xml",
+        r"no' is not a directory",
+        files={"no": "x"},
+    ),
     case("build-output-under-sys", "platform build ring --xpus 4 -o /sys/hcsim.xml", r"/sys/hcsim.xml"),
     case(
         "build-graphml-under-proc",
@@ -114,5 +120,10 @@ CASES = [
     ),
     case("draw-output-directory", "platform draw ring --xpus 4 -o {tmp}", r"is a directory"),
     case("draw-output-under-sys", "platform draw ring --xpus 4 -o /sys/hcsim.png", r"/sys/hcsim.png"),
-    case("draw-output-missing-dir", "platform draw ring --xpus 4 -o {tmp}/none/p.png", r"does not exist"),
+    case(
+        "draw-output-under-a-file",
+        "platform draw ring --xpus 4 -o {tmp}/none/p.png",
+        r"none' is not a directory",
+        files={"none": "x"},
+    ),
 ]

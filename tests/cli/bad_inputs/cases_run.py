@@ -66,7 +66,12 @@ CASES = [
         "run-server-xpus", "run --system server --xpus 16 --workload allreduce --iterations 1", r"--xpus 16.*valid: 8"
     ),
     case("run-trace-directory", f"{RING} --iterations 1 --chrome-trace {{tmp}}", r"is a directory"),
-    case("run-csv-missing-dir", f"{RING} --iterations 1 --csv {{tmp}}/none/t.csv", r"does not exist"),
+    case(
+        "run-csv-under-a-file",
+        f"{RING} --iterations 1 --csv {{tmp}}/none/t.csv",
+        r"none' is not a directory",
+        files={"none": "x"},
+    ),
     case("run-links-under-sys", f"{RING} --iterations 1 --links /sys/links.csv", r"/sys/links.csv"),
     case("run-trace-under-proc", f"{RING} --iterations 1 --chrome-trace /proc/trace.json", r"/proc/trace.json"),
 ]
