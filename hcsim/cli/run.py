@@ -105,9 +105,10 @@ _TRAINING_FLAGS = (
 _INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))
 _DEFAULTS = {
     "bytes": "1GiB", "phase": "decode", "batch": 1, "micro_batch": 1, "schedule": "1f1b", "recompute": "none",
-    "calibration": "ideal", "dp_algorithm": "ring", "tp_algorithm": "ring",
+    "calibration": "ideal",
 }  # fmt: skip
-"""What the flags of ``run`` default to; the parser leaves them None so a flag the user gave is known."""
+"""What the flags of ``run`` default to; the parser leaves them None so a flag the user gave is known
+(``--dp-algorithm``/``--tp-algorithm``: ring, or NCCL's rings on a calibrated DGX: ``_training_workload``)."""
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
