@@ -98,6 +98,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.collectives.algorithms.ring_alltoall", "ASTRA-sim's ring all-to-all"),
             ("hcsim.collectives.algorithms.shared_memory", "CXL shared-memory allreduce (coherent systems)"),
             ("hcsim.collectives.algorithms.topology_ring", "rings in topology order (NCCL-like)"),
+            ("hcsim.collectives.algorithms.nccl_rings", "NCCL's rings: channels on rails, NCCL's latency"),
             ("hcsim.collectives.algorithms.tree", "binary-tree broadcast and reduce, NCCL's double binary tree"),
         ),
     ),

@@ -258,8 +258,14 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on a DGX: let what does not fit in HBM spill to host memory (default: refuse in one line)",
     )
-    g.add_argument("--dp-algorithm", help="allreduce algorithm of the gradients (default ring)")
-    g.add_argument("--tp-algorithm", help="allreduce algorithm inside TP groups (default ring)")
+    g.add_argument(
+        "--dp-algorithm",
+        help="collective algorithm of the gradients (default ring; nccl@CALIBRATION with --calibration)",
+    )
+    g.add_argument(
+        "--tp-algorithm",
+        help="collective algorithm inside TP groups (default ring; nccl@CALIBRATION with --calibration)",
+    )
 
 
 # ------------------------------------------------------------------ hcsim collective

@@ -30,6 +30,7 @@ from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.cli.platform import build_topology, refuse_system_flags, refuse_unrouted
 from hcsim.collectives import algorithm
+from hcsim.collectives.algorithms.nccl_rings import calibrated_name
 from hcsim.engine import report
 from hcsim.engine.memory import all_local, fill_local_first
 from hcsim.errors import HcsimError
@@ -104,9 +105,10 @@ _TRAINING_FLAGS = (
 _INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))
 _DEFAULTS = {
     "bytes": "1GiB", "phase": "decode", "batch": 1, "micro_batch": 1, "schedule": "1f1b", "recompute": "none",
-    "calibration": "ideal", "dp_algorithm": "ring", "tp_algorithm": "ring",
+    "calibration": "ideal",
 }  # fmt: skip
-"""What the flags of ``run`` default to; the parser leaves them None so a flag the user gave is known."""
+"""What the flags of ``run`` default to; the parser leaves them None so a flag the user gave is known
+(``--dp-algorithm``/``--tp-algorithm``: ring, or NCCL's rings on a calibrated DGX: ``_training_workload``)."""
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -319,7 +321,8 @@ def main(args: argparse.Namespace) -> int:
         fold = None  # with --fast: fold; but only ring allreduces can stand for a larger group
         chosen = algorithm_choice(args.algorithm).get("allreduce")
         if args.fast and chosen is not None:
-            fold = None if algorithm("allreduce", chosen).ring else False
+            alg = algorithm("allreduce", chosen)
+            fold = None if alg.ring and alg.system_fold else False
         default = f"--system {args.system}" if imported is None else "default for an imported network"
         why = default if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
         with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="hcsim-run-") as tmp:
@@ -510,6 +513,9 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     calibrated = {}
     if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
         calibrated["calibration"] = calib
+    # collectives: NCCL's rings under the calibration on a DGX (docs/collectives.md), the ideal ring otherwise
+    default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
+    args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default
     extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
     if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
         extra["grad_reduce_in_fp32"] = False

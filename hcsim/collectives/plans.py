@@ -32,6 +32,7 @@ class FlowPlan:
     releases: list[list[int]]  # flows each flow's completion counts down
     steps: int
     joins: int = 0  # entries of size 0 are joins, not flows: done as soon as their count reaches zero
+    delay: float = 0.0  # seconds the vertex takes after its last flow: a fixed latency (Schedule.delay)
 
     def __len__(self) -> int:
         return len(self.src)

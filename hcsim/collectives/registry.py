@@ -28,6 +28,7 @@ from typing import Any
 
 import hcsim.collectives.algorithms  # noqa: F401 - registers the library (before any lookup)
 import hcsim.simgrid_runtime as simgrid_runtime
+from hcsim.collectives.algorithms.nccl_rings import register_calibrated
 from hcsim.collectives.check import check_schedule
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.schedule import Schedule
@@ -43,6 +44,7 @@ __all__ = [
     "build_schedule",
     "check_coherent",
     "describe",
+    "for_kind",
     "names",
     "plugin_guard",
     "register",
@@ -61,6 +63,9 @@ def algorithm(kind: str, name: str) -> Algorithm:
     found = TABLE[kind].get(name)
     if found is not None:
         return found
+    if isinstance(name, str) and name.startswith("nccl") and kind in ("allreduce", "reduce_scatter", "allgather"):
+        if register_calibrated(name):  # NCCL's rings (nccl, nccl@CALIBRATION), registered on first use
+            return TABLE[kind].lookup(name)
     if isinstance(name, str) and ":" in name:
         module, _, attr = name.partition(":")
         with plugin_guard(f"collective plug-in {name!r} ({kind})", "cannot be imported"):
@@ -76,6 +81,22 @@ def algorithm(kind: str, name: str) -> Algorithm:
 
         return read_msccl(name, kind)
     raise TABLE[kind].unknown(name)
+
+
+def for_kind(kind: str, name: str) -> str | None:
+    """``name`` if a registered algorithm of that name exists for ``kind`` (``nccl@...`` included), else None.
+
+    A layout names one gradient (or TP) algorithm; its reduce-scatter and allgather use the
+    algorithm of that name where the library has one for their kind, else the kind's default.
+
+        >>> for_kind("reduce_scatter", "ring"), for_kind("reduce_scatter", "coherent_ring")
+        ('ring', None)
+    """
+    if name in TABLE[kind]:
+        return name
+    if isinstance(name, str) and name.startswith("nccl") and register_calibrated(name):
+        return name if name in TABLE[kind] else None
+    return None
 
 
 def build_schedule(

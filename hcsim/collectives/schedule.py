@@ -6,7 +6,12 @@ the flows it lists in ``after`` have completed. The engine runs every flow as a 
 SimGrid flow that contends with all other traffic (:mod:`hcsim.engine.exact`). A *join*
 (:meth:`Schedule.join`) stands for "all of these flows have completed" (no data, no
 time) and keeps fan-ins cheap: N flows waiting for the same N flows cost 2N
-dependencies instead of N^2.
+dependencies instead of N^2. A *relayed* flow (``via``) is one transfer forwarded through
+a third host at fine grain (NCCL's PXN: a GPU writes over NVLink to the GPU whose NIC
+sends): its plan runs both hops at once, each carrying the bytes, and what waits for the
+flow waits for both (cut-through pipelining; for the check it is a flow from src to dst).
+A schedule's ``delay`` is a fixed time its collective takes after its last flow (NCCL's
+per-step latencies, summed: docs/collectives.md, "NCCL rings").
 
 Invariant: with ``shards`` declared (which pieces of the collective's data each flow
 carries), :func:`check_schedule` proves that the schedule delivers what its kind
@@ -36,6 +41,7 @@ class Flow:
     after: tuple[int, ...] = ()
     shards: tuple[int, ...] = ()  # pieces of the collective's data it carries (for the data-movement check)
     join: bool = False  # a join: no data, no time; done when every flow of ``after`` is (Schedule.join)
+    via: str = ""  # relayed through this host: both hops at once (see the module docstring)
 
 
 @dataclass
@@ -57,10 +63,13 @@ class Schedule:
     steps: int = 0
     name: str = ""
     pools: list[str] = field(default_factory=list)
+    delay: float = 0.0
 
-    def add(self, src: str, dst: str, nbytes: float, after: tuple[int, ...] | list[int] = (), shards=()) -> int:
-        """Append a flow; returns its index (for other flows' ``after``)."""
-        self.flows.append(Flow(src, dst, nbytes, tuple(after), tuple(shards)))
+    def add(
+        self, src: str, dst: str, nbytes: float, after: tuple[int, ...] | list[int] = (), shards=(), via: str = ""
+    ) -> int:
+        """Append a flow (``via``: relayed through that rank); returns its index (for other flows' ``after``)."""
+        self.flows.append(Flow(src, dst, nbytes, tuple(after), tuple(shards), via=via))
         return len(self.flows) - 1
 
     def join(self, after: tuple[int, ...] | list[int]) -> int:
@@ -92,6 +101,9 @@ class Schedule:
                     raise HcsimError(f"{what}: flow {i} ({f.src} -> {f.dst}) names rank '{end}', outside the scope")
             if f.src == f.dst:
                 raise HcsimError(f"{what}: flow {i} sends from '{f.src}' to itself (valid: two different ranks)")
+            if f.via and (f.via not in ranks or f.via in (f.src, f.dst)):
+                raise HcsimError(f"{what}: flow {i} ({f.src} -> {f.dst}) is relayed via '{f.via}' "
+                                 "(valid: a third rank of the scope)")  # fmt: skip
             if isinstance(f.nbytes, bool) or not isinstance(f.nbytes, int | float) or not 0 <= f.nbytes < math.inf:
                 raise HcsimError(f"{what}: flow {i} has {f.nbytes!r} bytes (valid: a finite number >= 0)")
             for d in f.after:
@@ -100,6 +112,8 @@ class Schedule:
             for s in f.shards:
                 if not (isinstance(s, int) and 0 <= s < self.shards):
                     raise HcsimError(f"{what}: flow {i} carries shard {s!r} (valid: 0..{self.shards - 1})")
+        if not (isinstance(self.delay, int | float) and 0 <= self.delay < math.inf):
+            raise HcsimError(f"{what}: delay {self.delay!r} (valid: seconds >= 0)")
         self.order()
 
     def order(self) -> list[int]:
@@ -128,7 +142,13 @@ class Schedule:
         return out
 
     def to_plan(self) -> FlowPlan:
-        """The engine's form: sizes in whole bytes (a 0-byte flow carries 1: SimGrid never ends one of 0)."""
+        """The engine's form: sizes in whole bytes (a 0-byte flow carries 1: SimGrid never ends one of 0).
+
+        A relayed flow becomes three entries: its two hops (both released when the flow
+        would be) and a join that the flow's dependents wait for.
+        """
+        if any(f.via for f in self.flows):
+            return self._relayed().to_plan()
         n = len(self.flows)
         releases: list[list[int]] = [[] for _ in range(n)]
         waits = []
@@ -139,6 +159,26 @@ class Schedule:
                 releases[d].append(i)
         size = [0 if f.join else max(1, int(round(f.nbytes))) for f in self.flows]
         joins = sum(f.join for f in self.flows)
-        return FlowPlan(
+        fp = FlowPlan(
             [f.src for f in self.flows], [f.dst for f in self.flows], size, waits, releases, self.steps or n, joins
         )
+        fp.delay = float(self.delay)
+        return fp
+
+    def _relayed(self) -> Schedule:
+        """This schedule with every relayed flow as its two hops and a join (for :meth:`to_plan`)."""
+        out = Schedule(self.kind, self.ranks, [], self.shards, self.coherent, self.steps, self.name, self.pools,
+                       self.delay)  # fmt: skip
+        where: list[int] = []  # flow i of self -> the index its dependents wait for in ``out``
+        for f in self.flows:
+            after = tuple(where[d] for d in f.after)
+            if f.join:
+                where.append(out.join(after))
+            elif f.via:
+                first = out.add(f.src, f.via, f.nbytes, after)
+                second = out.add(f.via, f.dst, f.nbytes, after)
+                where.append(out.join((first, second)))
+            else:
+                where.append(out.add(f.src, f.dst, f.nbytes, after))
+        out.steps = self.steps or len(self.flows)
+        return out

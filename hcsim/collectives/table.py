@@ -33,7 +33,12 @@ class Algorithm:
     ``build`` makes its schedule; ``plan`` (built-in rings and chains only) makes the
     engine's flow plan directly and may stand for a larger ``group`` of ranks (a folded
     run) or list one step only (``compact``, for the memoized strategy); ``ring``
-    marks the step-synchronous rings :mod:`hcsim.fast.ring_steps` can run.
+    marks the step-synchronous rings :mod:`hcsim.fast.ring_steps` can run; ``shared_steps``
+    lets it skip a ring's steps from its first when a ring of the same flows and chunk
+    was measured alone on quiet links before (rings whose steps' flows share links:
+    NCCL's channels); ``system_fold``: a fold of the system proven for the rank-order
+    ring (:func:`hcsim.fast.symmetry.fold_system`) holds for its plan (not for NCCL's
+    rings, whose other rails such a fold does not keep).
     """
 
     kind: str
@@ -43,6 +48,8 @@ class Algorithm:
     ring: bool = False
     coherent: bool = False  # relies on coherent memory (see the algorithm's docstring)
     builtin: bool = False  # part of hcsim's library (checked by its tests, not at every run)
+    shared_steps: bool = False  # ring steps measured alone may stand for other vertices' (hcsim.fast.ring_steps)
+    system_fold: bool = True  # a system fold proven for the rank-order ring (hcsim.fast.symmetry) holds for it
 
     @property
     def doc(self) -> str:
@@ -75,10 +82,12 @@ def check_signature(fn: object, label: str) -> None:
 
 def register(
     kind: str, name: str | None = None, *, coherent: bool = False, plan: Callable[..., FlowPlan] | None = None,
-    ring: bool = False, default: bool = False, replace: bool = False,
+    ring: bool = False, default: bool = False, replace: bool = False, shared_steps: bool = False,
+    system_fold: bool = True,
 ) -> Callable[[AlgorithmFn], AlgorithmFn]:  # fmt: skip
     """Decorator: register ``fn(ranks, nbytes, view) -> Schedule`` as algorithm ``name`` of ``kind``
-    (``default=True``: the kind's default from now on).
+    (``default=True``: the kind's default from now on; ``shared_steps``, ``system_fold``: see
+    :class:`Algorithm`).
 
     A name hcsim's library already holds for ``kind`` is refused unless ``replace=True``;
     a function that cannot be called as ``fn(ranks, nbytes, view)`` is refused at once."""
@@ -97,7 +106,8 @@ def register(
                 f"algorithm {key!r} ({kind}) is one of hcsim's own (valid: another name, or "
                 f"register({kind!r}, {key!r}, replace=True) to replace it)"
             )
-        TABLE[kind].register(key, Algorithm(kind, key, fn, plan, ring, coherent, builtin), default=default)
+        alg = Algorithm(kind, key, fn, plan, ring, coherent, builtin, shared_steps, system_fold)
+        TABLE[kind].register(key, alg, default=default)
         return fn
 
     return wrap

@@ -116,6 +116,16 @@ def xpu_info(host: Any) -> XpuInfo:
     )
 
 
+class _Latency:
+    """The timer owner of collectives' fixed latencies: the vertex execution finishes when it is due."""
+
+    def __init__(self, execution: Execution) -> None:
+        self.execution = execution
+
+    def timer(self, key: tuple, now: float) -> None:
+        self.execution.finish(key[1], now)
+
+
 class Execution:
     """The state of one workload run; its driver starts nothing but hands activities back.
 
@@ -192,6 +202,7 @@ class Execution:
                 strategy, self.flow_plans[i], self.flow_hosts[i] = known
                 self.strategy_of[i], self.comm_complete[i] = strategy, strategy.complete
 
+        self._latency, self._late = _Latency(self), set()  # collectives past their last flow (FlowPlan.delay)
         self.started = [0] * len(names)
         self.completed = [0] * len(names)
         self.running = [False] * len(names)
@@ -340,8 +351,18 @@ class Execution:
         key[0].timer(key, now)
 
     def finish(self, run: VertexRun, now: float) -> None:
-        """Vertex execution ``run`` is over: record it, then launch what it released."""
+        """Vertex execution ``run`` is over: record it, then launch what it released.
+
+        A collective whose plan has a ``delay`` (a fixed latency) is over that long after its last flow.
+        """
         v = run.v
+        fp = self.flow_plans[v]
+        if fp is not None and fp.delay:
+            if run not in self._late:
+                self._late.add(run)
+                self.driver.add_timer(now + fp.delay, (self._latency, run))
+                return
+            self._late.discard(run)
         self.running[v] = False
         self.completed[v] += 1
         self.per_iteration[run.k] += 1

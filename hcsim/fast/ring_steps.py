@@ -118,6 +118,10 @@ class MemoizedRings:
         self.fragile: set[RingRun] = set()  # rings skipping or with virtual flows: told of every flow at once
         self.twins: Any = None
         self.background: Any = None
+        # plans whose algorithm shares measured steps across vertices (Algorithm.shared_steps) -> their key, and
+        # (key) -> the duration of a full step measured alone on quiet links
+        self.shared: dict[int, tuple] = {}
+        self.step_times: dict[tuple, float] = {}
 
     # ------------------------------------------------------------------ the strategy protocol
     def handles(self, data: dict[str, Any]) -> bool:
@@ -125,7 +129,10 @@ class MemoizedRings:
 
     def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
         d = data
-        return build_plan(d["kind"], d["algorithm"], d["scope"], d["bytes"], view, group=d.get("group"), compact=True)
+        fp = build_plan(d["kind"], d["algorithm"], d["scope"], d["bytes"], view, group=d.get("group"), compact=True)
+        if algorithm(d["kind"], d["algorithm"]).shared_steps:
+            self.shared[id(fp)] = (tuple(fp.src), tuple(fp.dst), fp.size[0] if len(fp) else 0)
+        return fp
 
     def launch(self, v: int, k: int, now: float) -> None:
         thaw = self.ledger.thaw
@@ -172,7 +179,26 @@ class MemoizedRings:
         r.solo, r.flow_start, r.flow_size, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
         self.rings.append(r)
         self.ledger.occupy(r.links)
+        if r.group is None and self._skip_known(r, fp, now):
+            return
         self.start_step(r, now, fp.size[0])
+
+    def _skip_known(self, r: RingRun, fp: FlowPlan, now: float) -> bool:
+        """A ring of shared steps (Algorithm.shared_steps) whose step was measured alone before: skip it all.
+
+        Only when nothing is in flight on its links and no other ring in progress shares one,
+        the conditions under which its own measured step would let it skip (:meth:`_step_done`).
+        """
+        key = self.shared.get(id(fp))
+        d = self.step_times.get(key) if key is not None else None
+        if d is None or r.busy or any(o is not r and not r.links.isdisjoint(o.links) for o in self.rings):
+            return False
+        r.step_start = now
+        r.skip = (now, d, r.steps)
+        r.skip_generation += 1
+        self.fragile.add(r)
+        self.set_timer(now + r.steps * d, SKIP_END, r, r.skip_generation)
+        return True
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         """A flow of a step has ended: measure it if it ran alone; the step ends with its last flow."""
@@ -493,6 +519,9 @@ class MemoizedRings:
             quiet = quiet and group.mark(r) == r.quiet_mark
             busy = busy or any(group.inflight[f] for f in r.reps)
         if quiet and not busy:  # alone on its links, and nothing else is in flight on them
+            key = self.shared.get(id(self.execution.flow_plans[r.v]))
+            if key is not None and group is None:  # a full step alone: other vertices of these flows may skip
+                self.step_times.setdefault(key, d)
             left = r.steps - r.steps_done
             r.skip = (now, d, left)
             r.skip_generation += 1

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hcsim.collectives import TopologyView
-from hcsim.collectives.registry import algorithm, build_plan
+from hcsim.collectives.registry import algorithm, build_plan, for_kind
 from hcsim.errors import HcsimError
 from hcsim.fast.symmetry import UnitRing
 from hcsim.workload.graph import ALGORITHMS
@@ -86,6 +86,9 @@ def layout_units(
     cp = layout.cp
     experts = ep > 1 if experts is None else experts
     size = math.lcm(ep, cp)  # replicas (CP slices) per unit: whole EP groups and whole CP groups
+    node_rings = _node_rings(layout, grid, view, zero, dp_algorithm, size, experts)
+    if node_rings:  # NCCL's rings: a unit is one node's replicas (its rings' hops inside it, rails to the next)
+        size = node_rings
     count = dp // size
 
     def pos(e: int, p: int, t: int) -> int:
@@ -118,7 +121,7 @@ def layout_units(
                 if tp > 1:
                     pre, post = TP_PATTERNS[sequence_parallel]
                     for kind in (k for k in (pre, post) if k):
-                        alg = tp_algorithm if kind == "allreduce" else _default(kind)
+                        alg = tp_algorithm if kind == "allreduce" else for_kind(kind, tp_algorithm) or _default(kind)
                         found += [("tp", index[a], index[b]) for a, b in pairs(kind, alg, grid.tp_group(d, p), "TP")]
                 if p + 1 < pp:
                     for t in range(tp):
@@ -141,7 +144,10 @@ def layout_units(
                         found += [
                             ("ep", index[a], index[b]) for a, b in pairs("alltoall", alltoall_algorithm, scope, "EP")
                         ]
-        if size > 1 and count * size > 1:  # the gradient rings' hops between the replicas of one unit
+        if node_rings:  # NCCL's rings in a node: every channel's hops i -> i+1, and the relay (last -> first)
+            found += [("dp", pos(e, p, t), pos((e + 1) % size, p, t)) for e in range(size) for p in range(pp)
+                      for t in range(tp)]  # fmt: skip
+        elif size > 1 and count * size > 1:  # the gradient rings' hops between the replicas of one unit
             found += [("dp", pos(e, p, t), pos(e + 1, p, t)) for e in range(size - 1) for p in range(pp)
                       for t in range(tp)]  # fmt: skip
         if experts and ep > 1 and size > ep:  # the expert gradient rings' hops inside a unit (with CP)
@@ -157,10 +163,12 @@ def layout_units(
             )
     # cross flows: the gradient rings, which must be rings to stand for the full group
     cross: list[tuple[str, int, int]] = []
-    if dp > 1:
+    if node_rings:  # each channel leaves a node on its rail: local rank e to the next node's local rank e
+        cross += [("dp", pos(e, p, t), pos(e, p, t)) for e in range(size) for p in range(pp) for t in range(tp)]
+    elif dp > 1:
         kinds = list(DP_SYNC[zero]) + (["allgather"] if zero == 3 else [])
         for kind in kinds:
-            alg = dp_algorithm if kind == "allreduce" else _default(kind)
+            alg = dp_algorithm if kind == "allreduce" else for_kind(kind, dp_algorithm) or _default(kind)
             if not algorithm(kind, alg).ring:
                 raise HcsimError(
                     f"layout {layout} cannot be folded: the data-parallel {kind} algorithm {alg!r} is not a ring "
@@ -182,3 +190,49 @@ def layout_units(
 
 def _default(kind: str) -> str:
     return ALGORITHMS[kind][0]
+
+
+def _node_rings(
+    layout: Layout, grid: RankGrid, view: TopologyView, zero: int, dp_algorithm: str, size: int, experts: bool
+) -> int:
+    """Replicas per node when the gradient collectives are NCCL's rings over whole nodes (else 0).
+
+    Those rings (``nccl``, ``nccl@...``: :mod:`hcsim.collectives.algorithms.nccl_rings`) are
+    not rings in rank order, but a node's replicas form a unit: inside it every channel
+    goes i -> i+1 (its last hop relayed to the first), and between nodes local rank e goes
+    to the next node's local rank e. That holds when every data-parallel group spans >= 2
+    nodes of r >= 2 replicas, replica d being local rank d mod r of node d // r, and the
+    unit of whole EP and CP groups divides r; a folded run's rings over whole kept nodes
+    keep the full ring's steps and chunk. Anything else: one-line refusal.
+    """
+    kinds = list(DP_SYNC[zero]) + (["allgather"] if zero == 3 else [])
+    algs = {dp_algorithm if kind == "allreduce" else for_kind(kind, dp_algorithm) or _default(kind) for kind in kinds}
+    if layout.replicas < 2 or not any(isinstance(a, str) and a.startswith("nccl") for a in algs):
+        return 0
+    if len(algs) != 1:
+        raise HcsimError(
+            f"layout {layout} cannot be folded: its gradient collectives mix NCCL's rings with "
+            f"{', '.join(sorted(a for a in algs if not a.startswith('nccl')))} (valid: one algorithm)"
+        )
+    per_node = 0
+    for p in range(layout.pp):
+        for t in range(layout.tp):
+            group = grid.dp_group(p, t)
+            nodes = view.by_server(view.topology_order(group))
+            r = len(nodes[0])
+            if len(nodes) < 2 or r < 2:
+                return 0  # one ring in topology order (one node, or one rank per node): a rank-order ring's fold
+            if any(len(node) != r for node in nodes) or nodes != [group[i : i + r] for i in range(0, len(group), r)]:
+                raise HcsimError(
+                    f"layout {layout} cannot be folded: its data-parallel groups do not take whole "
+                    "nodes in replica order (valid for a fold: replica d on node d // r)"
+                )
+            per_node = per_node or r
+            if r != per_node:
+                raise HcsimError(f"layout {layout} cannot be folded: its data-parallel groups take nodes unevenly")
+    if per_node % size or (experts and layout.ep > 1):
+        raise HcsimError(
+            f"layout {layout} cannot be folded: NCCL's rings over nodes of {per_node} replicas with "
+            f"units of {size} (valid for a fold: EP and CP groups inside a node, no expert rings)"
+        )
+    return per_node

@@ -169,7 +169,8 @@ def measure_fast(
         w.add_comm(kind, nbytes, kind, list(ranks), algorithm=name, is_start=True, **extra)
         return w
 
-    fold = algorithm(kind, name).ring  # only rings can stand for a larger group
+    alg = algorithm(kind, name)
+    fold = alg.ring and alg.system_fold  # only rings can stand for a larger group, where the system fold holds
     with warnings.catch_warnings():  # a refused fold runs every XPU: the same numbers, slower
         warnings.simplefilter("ignore", FoldRefused)
         r = simulate_system(

@@ -14,6 +14,7 @@ from hcsim.collectives.algorithms import (  # noqa: F401 - the rest of the libra
     direct_exchange,
     halving_doubling,
     hierarchical,
+    nccl_rings,
     pairwise,
     ring_alltoall,
     shared_memory,

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from hcsim.collectives.registry import for_kind
 from hcsim.errors import HcsimError
 from hcsim.workload.builders import _gc_paused
 from hcsim.workload.graph import Workload
@@ -425,7 +426,7 @@ class _Builder(GradientSync):
             if kind is None or lay.tp == 1:
                 return
             vertex = f"tp{d}.{p}/{tag}"
-            alg = self.algorithms["tp"] if kind == "allreduce" else None
+            alg = self.algorithms["tp"] if kind == "allreduce" else for_kind(kind, self.algorithms["tp"])
             self._comm(vertex, self.act, kind, ranks, alg, phase="tp")
             for t in range(lay.tp):
                 link(t, vertex)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hcsim.collectives.registry import for_kind
 from hcsim.workload.parallel.comms import DP_SYNC
 from hcsim.workload.parallel.costs import UnitCost
 from hcsim.workload.parallel.optimizer import optimizer_bytes_per_param, optimizer_seconds
@@ -81,6 +82,7 @@ class GradientSync:
         lay, grid = self.layout, self.grid
         steps = self._steps
         kinds = DP_SYNC[self.zero]
+        dp = self.algorithms["dp"]  # also its reduce-scatter and allgather where it has them (for_kind)
         for p in range(lay.pp):
             for t in range(lay.tp):
                 gathers_f: list[str] = []
@@ -109,7 +111,7 @@ class GradientSync:
                             prev += sorted({stream_last[d] for d in replicas if d in stream_last})
                             for kind in kinds:
                                 vertex = f"{base}.{kind}"
-                                alg = self.algorithms["dp"] if kind == "allreduce" else None
+                                alg = dp if kind == "allreduce" else for_kind(kind, dp)
                                 nb = gather_bytes if kind == "allgather" else grad_bytes
                                 self._comm(vertex, nb, kind, scope, alg, phase="dp", **stands)
                                 if kind == "allgather" and self.gather_forward:
