@@ -362,7 +362,29 @@ def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
     qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch, in joules, for eta")
     qu.add_argument("--progress", action="store_true", help="show a progress bar on stderr (default: on a terminal)")
     qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
+    _add_serve_continuous_options(qu)
     return qu
+
+
+def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
+    """The options of ``hcsim serve --scheduler continuous`` (docs/serving.md, "Continuous batching")."""
+    s.add_argument(
+        "--scheduler",
+        choices=("dynamic", "continuous"),
+        default="dynamic",
+        help="dynamic: Inoue's dynamic batching (default); continuous: iteration-level batching of --model",
+    )
+    g = s.add_argument_group("continuous batching (--scheduler continuous --model NAME; docs/serving.md)")
+    g.add_argument("--prompt-tokens", help="prompt length: N tokens, or LOW:HIGH uniform (default 512)")
+    g.add_argument("--kv-cache", help="KV tiers: hbm (default), hbm,cxl (coherent, read in place), hbm,host (copied)")
+    g.add_argument("--kv-hbm", help="HBM for KV per rank, e.g. 1GiB (default: the XPU's memory minus weights)")
+    g.add_argument("--kv-tier-capacity", help="second tier's KV capacity per rank, e.g. 256GiB (default: platform)")
+    g.add_argument("--block-tokens", type=int, help="tokens per KV block (default 16)")
+    g.add_argument("--max-tokens", type=int, help="token budget of an iteration: chunked prefill (default 2048)")
+    g.add_argument(
+        "--kv-bucket", type=int, help="round decode KV totals up to N tokens for the memo (default 256; 1 exact)"
+    )
+    g.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
 
 
 def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._MutuallyExclusiveGroup) -> None:
