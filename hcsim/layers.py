@@ -210,7 +210,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.frontends.serving", "inference serving"),
             ("hcsim.frontends.serving.batching", "dynamic batching on a platform's XPUs (Inoue), JSQ dispatch"),
             ("hcsim.frontends.serving.batch_times", "a model's batch-time table tau[b], computed by the engine"),
-            ("hcsim.frontends.serving.iteration", "a continuous-batching iteration as a workload graph; its memoized time"),
+            ("hcsim.frontends.serving.iteration", "a continuous-batching iteration as a workload graph, memoized"),
             ("hcsim.frontends.serving.continuous", "continuous batching over a paged KV cache in tiers (vLLM-style)"),
             ("hcsim.frontends.cluster", "the cluster front end's public names: `simulate_cluster`, jobs, policies"),
             ("hcsim.frontends.cluster.cluster", "the scheduler's view of a platform: nodes, switches, partitions"),

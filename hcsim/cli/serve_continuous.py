@@ -156,6 +156,10 @@ def main(args: argparse.Namespace) -> int:
     bucket = _positive(args.kv_bucket, "--kv-bucket", 256)
     hbm = None if args.kv_hbm is None else parse_bytes(args.kv_hbm, "--kv-hbm")
     cap = None if args.kv_tier_capacity is None else parse_bytes(args.kv_tier_capacity, "--kv-tier-capacity")
+    if hbm is not None and not (math.isfinite(hbm) and hbm >= 0):
+        raise HcsimError(f"--kv-hbm {args.kv_hbm!r} is invalid (valid: a finite size >= 0, e.g. 1GiB)")
+    if cap is not None and not cap >= 0:
+        raise HcsimError(f"--kv-tier-capacity {args.kv_tier_capacity!r} is invalid (valid: a size >= 0 or inf)")
     if cap is not None and len(tiers) == 1:
         raise HcsimError("--kv-tier-capacity applies to a second tier (valid: --kv-cache hbm,cxl or hbm,host)")
     coherent = _TIERS[",".join(tiers)][0]
