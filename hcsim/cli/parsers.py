@@ -379,10 +379,14 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
     g.add_argument("--kv-cache", help="KV tiers: hbm (default), hbm,cxl (coherent, read in place), hbm,host (copied)")
     g.add_argument("--kv-hbm", help="HBM for KV per rank, e.g. 1GiB (default: the XPU's memory minus weights)")
     g.add_argument("--kv-tier-capacity", help="second tier's KV capacity per rank, e.g. 256GiB (default: platform)")
-    g.add_argument("--block-tokens", type=int, help="tokens per KV block (default 16)")
-    g.add_argument("--max-tokens", type=int, help="token budget of an iteration: chunked prefill (default 2048)")
+    g.add_argument("--block-tokens", type=int, help="tokens per KV block (a count; default 16)")
     g.add_argument(
-        "--kv-bucket", type=int, help="round decode KV totals up to N tokens for the memo (default 256; 1 exact)"
+        "--max-tokens", type=int, help="token budget of an iteration, a count: chunked prefill (default 2048)"
+    )
+    g.add_argument(
+        "--kv-bucket",
+        type=int,
+        help="round decode KV totals up to a count of tokens for the memo (default 256; 1 exact)",
     )
     g.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
 
