@@ -186,6 +186,22 @@ def test_the_bucket_never_shortens_an_iteration_and_stays_within_its_bound(cxl8)
         assert bucketed.key(shape).kv_hbm % 512 == 0
 
 
+def test_the_remote_bucket_is_bounded_by_its_measured_gap(cxl8):
+    path, xpus = cxl8
+    exact = IterationTimer(TINY, path, xpus[:2], coherent=True)
+    bucketed = IterationTimer(TINY, path, xpus[:2], coherent=True, kv_bucket=4096)
+    bound = bucketed.bucket_bound(H100_FP16, H100_BW)
+    for shape in (IterationShape(4, 5000, 3000), IterationShape(4, 5000, 6000), IterationShape(2, 100, 8191)):
+        t, tb = exact.seconds(shape), bucketed.seconds(shape)
+        assert t < tb <= t + bound + bucketed.remote_gap
+    assert set(bucketed.gaps) == {
+        IterationShape(4, 8192, 4096),
+        IterationShape(4, 8192, 8192),
+        IterationShape(2, 4096, 8192),
+    }
+    assert 0 < bucketed.remote_gap < 0.5 * tb
+
+
 def test_a_pure_decode_iteration_is_the_engines_decode_step(cxl8):
     path, xpus = cxl8
     timer = IterationTimer(TINY, path, xpus[:2], coherent=True)
@@ -278,3 +294,18 @@ def test_a_cxl_tier_needs_a_coherent_system_and_dynamic_refuses_continuous_flags
     assert_one_line_error(r, "--kv-cache hbm,cxl needs a coherent CXL system")
     assert_one_line_error(run("serve", "--gpu", "v100", "--rho", "0.5", "--kv-cache", "hbm"), "--kv-cache applies to")
     assert_one_line_error(run("serve", "--gpu", "v100", "--rho", "0.5", "--json"), "--json applies to")
+
+
+def test_a_calibration_times_every_operator_on_the_calibrated_gpu(one_h100):
+    from hcsim.calibration import load_calibration
+
+    path, xpus = one_h100
+    calib = load_calibration("dgx-h100")
+    shape = IterationShape(3, 300, 0, ((40, 8, 0),))
+    calibrated = IterationTimer(TINY, path, xpus, coherent=False, calibration=calib).seconds(shape)
+    graph = iteration_graph(TINY, xpus, shape, calibration=calib)
+    chain = sum(d["seconds"] for _, d in graph.nodes(data=True) if d["type"] == "compute")
+    assert calibrated == pytest.approx(chain, rel=1e-12)  # one XPU: the operators run one after another
+    assert calibrated > hand_time(shape)  # kernel launches and achieved ceilings, not the ideal roofline
+    with pytest.raises(HcsimError, match="--kv-bucket 2 applies to the roofline model only"):
+        IterationTimer(TINY, path, xpus, coherent=False, calibration=calib, kv_bucket=2)

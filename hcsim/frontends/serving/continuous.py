@@ -182,6 +182,8 @@ def serve_continuous(
     """Serve ``requests`` on one replica per timer (round robin).
 
     ``cache_blocks``: (HBM, second tier) blocks per replica, the second -1 for unbounded;
+    ``bucket_bound_s``: the HBM bucket's bound per iteration (the timers' measured remote
+    gap is added to it);
     ``max_tokens``: an iteration's token budget (chunked prefill); ``max_seqs``: most
     running requests; ``fast``: advance repeated decode iterations together (identical
     results); ``log``: if given, gets ``(replica, start, seconds, shape, repeats)`` per run
@@ -236,7 +238,7 @@ def serve_continuous(
         blocks,
         mean,
         {names[t]: v for t, v in kv_peak.items()},
-        bucket_bound_s,
+        bucket_bound_s + max(t.remote_gap for t in timers),
     )
 
 

@@ -189,9 +189,9 @@ class IterationTimer:
     Exactness: :func:`iteration_graph` is a function of the shape, the group, the semantics
     and the calibration, fixed for a timer, so with ``kv_bucket=1`` the memo returns
     bit-for-bit what an unmemoized run would simulate. With ``kv_bucket=W > 1`` (roofline
-    model only) the decode KV total in HBM, ``kv_hbm``, is rounded *up* to a multiple of W
-    (the iteration reads at most W-1 extra KV tokens); the second tier's KV and prefill
-    chunks stay exact. Bound:
+    model only) the decode KV totals ``kv_hbm`` and ``kv_remote`` are rounded *up* to a
+    multiple of W (the iteration reads at most W-1 extra KV tokens per tier); prefill chunks
+    stay exact. Bound in HBM:
     the times then differ from exact ones only by the decode attention vertices, each rank's
     a chain of operators joined by collectives whose sizes do not change, so the iteration is
     longer by at most ``layers x`` the longest a decode-attention vertex grows, and a roofline
@@ -199,6 +199,12 @@ class IterationTimer:
     ``(W - 1) x max(4q / R, 2 kv b / BW)`` per layer (roofline of the extra W tokens; R, BW the
     XPU's rate and memory bandwidth, q and kv the per-rank widths), and never shorter
     (:meth:`bucket_bound`, reported; a test checks exact <= bucketed <= exact + bound).
+    In the second tier the extra tokens are bytes of the remote-attention vertex's memory
+    flows (every rank's alike, concurrent, so each ends at latency + bytes / its max-min
+    share: nondecreasing in the bytes); the bound there is measured, not assumed: each
+    remote bucket used is also simulated one bucket lower, and :attr:`remote_gap`, the
+    largest T(top) - T(top - W), bounds the rounding (the exact KV lies above top - W). The
+    two add: an iteration is at most ``bucket_bound + remote_gap`` longer.
     """
 
     def __init__(
@@ -221,6 +227,7 @@ class IterationTimer:
         self.spec, self.platform, self.group = spec, os.fspath(platform), list(group)
         self.coherent, self.calibration, self.kv_bucket, self.memoize = coherent, calibration, kv_bucket, memoize
         self.memo: dict[IterationShape, float] = {}
+        self.gaps: dict[IterationShape, float] = {}
         self.simulations = 0
         self.lookups = 0
 
@@ -229,18 +236,30 @@ class IterationTimer:
         w = self.kv_bucket
         if w == 1:
             return shape
-        return IterationShape(shape.decodes, -(-shape.kv_hbm // w) * w, shape.kv_remote, shape.chunks)
+        return IterationShape(shape.decodes, -(-shape.kv_hbm // w) * w, -(-shape.kv_remote // w) * w, shape.chunks)
 
     def seconds(self, shape: IterationShape) -> float:
-        """The iteration's time in SimGrid (memoized by :meth:`key`)."""
+        """The iteration's time in SimGrid (memoized by :meth:`key`); a new remote bucket measures its gap."""
         self.lookups += 1
         key = self.key(shape)
+        t = self._time(key)
+        if key.kv_remote and self.kv_bucket > 1 and key not in self.gaps:
+            lower = IterationShape(key.decodes, key.kv_hbm, key.kv_remote - self.kv_bucket, key.chunks)
+            self.gaps[key] = t - self._time(lower)
+        return t
+
+    def _time(self, key: IterationShape) -> float:
         t = self.memo.get(key) if self.memoize else None
         if t is None:
             t = self.simulate(key)
             if self.memoize:
                 self.memo[key] = t
         return t
+
+    @property
+    def remote_gap(self) -> float:
+        """Largest T(bucket's top) - T(previous bucket's top) over the remote buckets used (0 if none)."""
+        return max(self.gaps.values(), default=0.0)
 
     def simulate(self, shape: IterationShape) -> float:
         """One SimGrid run of the shape's graph (no memo)."""
