@@ -277,7 +277,10 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.cli.platform", "`hcsim platform build|compile|import|check|draw`"),
             ("hcsim.cli.run", "`hcsim run`: a workload on a platform, its metrics"),
             ("hcsim.cli.collective", "`hcsim collective`: nccl-tests-style measurements"),
-            ("hcsim.cli.serve", "`hcsim serve`: dynamic-batching inference serving"),
+            (
+                "hcsim.cli.serve",
+                "`hcsim serve`: dynamic batching (Inoue); `--scheduler continuous` goes to serve_continuous",
+            ),
             ("hcsim.cli.serve_continuous", "`hcsim serve --scheduler continuous`: LLM continuous batching"),
             ("hcsim.cli.cluster", "`hcsim cluster`: a job trace on a simulated GPU cluster"),
             ("hcsim.cli.queue_selection", "`hcsim queue-selection`"),

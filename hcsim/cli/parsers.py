@@ -331,7 +331,9 @@ def add_sweep(sub: Subparsers) -> argparse.ArgumentParser:
 def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
     """``hcsim serve`` (alias ``queue``, its former name)."""
     qu = sub.add_parser(
-        "serve", aliases=["queue"], help="dynamic-batching inference serving: simulated vs exact latency"
+        "serve",
+        aliases=["queue"],
+        help="inference serving: dynamic batching vs its exact latency, or continuous batching of an LLM",
     )
     gpu = qu.add_mutually_exclusive_group(required=True)
     gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")

@@ -1,5 +1,7 @@
 """``hcsim serve`` (alias ``queue``): dynamic-batching inference serving (:mod:`hcsim.frontends.serving.batching`).
 
+``--scheduler continuous`` hands the run to :mod:`hcsim.cli.serve_continuous` (LLM continuous batching).
+
 Simulates Poisson arrivals served in batches on V100 servers behind a dispatcher and
 prints the latency beside the exact one of the truncated Markov chain
 (:func:`hcsim.analysis.queueing.exact_finite`); with ``--model`` the servers are TP groups

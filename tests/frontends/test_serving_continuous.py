@@ -243,13 +243,16 @@ CLI = ["serve", "--model", "llama3-8b", "--system", "cxl", "--xpus", "8", "--tp"
 
 
 @pytest.mark.slow
-def test_the_issue_example_prints_the_metrics_and_is_byte_identical():
+def test_the_issue_example_prints_the_metrics_and_is_byte_identical(tmp_path):
     args = [*CLI, "--kv-cache", "hbm,cxl", "--rate", "20/s", "--requests", "60", "--prompt-tokens", "512",
             "--output-tokens", "128", "--json"]  # fmt: skip
-    a, b = run(*args), run(*args)
+    a, b = run(*args, "--out", str(tmp_path / "a")), run(*args)
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     s = json.loads(a.stdout)
+    assert json.loads((tmp_path / "a" / "summary.json").read_text()) == s
+    rows = (tmp_path / "a" / "requests.csv").read_text().splitlines()
+    assert rows[0].startswith("request,arrival_s,prompt_tokens,output_tokens,replica,first_token_s") and len(rows) == 61
     for key in (
         "ttft_p50_s",
         "ttft_p99_s",
