@@ -20,13 +20,17 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 from hcsim.errors import HcsimError
+from hcsim.files import check_outputs
 from hcsim.units import parse_bytes
 
-__all__ = ["main", "kv_capacity"]
+__all__ = ["MAX_REQUESTS", "MAX_TOKENS", "kv_capacity", "main"]
 
 _TIERS = {"hbm": (False, None), "hbm,cxl": (True, "cxl_memory"), "hbm,host": (False, "host_memory")}
 _DYNAMIC_ONLY = ("gpu", "alpha", "tau0", "rho", "max_delay", "beta", "c0", "context")
 MAX_REQUESTS = 10_000_000
+"""Most ``--requests``: a run keeps about 200 bytes per request."""
+MAX_TOKENS = 2**20
+"""Most tokens of a prompt, an output, a block, a budget or a bucket: 1Mi, the longest context of published models."""
 
 
 def _tiers(value: str) -> tuple[str, ...]:
@@ -42,23 +46,23 @@ def _lengths(value: str | int, flag: str) -> int | tuple[int, int]:
     try:
         if ":" in text:
             low, high = (int(v) for v in text.split(":", 1))
-            if not 1 <= low <= high:
+            if not 1 <= low <= high <= MAX_TOKENS:
                 raise ValueError
             return (low, high) if low != high else low
         n = int(text)
-        if n < 1:
+        if not 1 <= n <= MAX_TOKENS:
             raise ValueError
         return n
     except ValueError:
-        raise HcsimError(f"{flag} {text!r} is invalid (valid: an integer >= 1, or LOW:HIGH, 1 <= LOW <= HIGH, "
-                         "uniform)") from None  # fmt: skip
+        raise HcsimError(f"{flag} {text!r} is invalid (valid: an integer from 1 to {MAX_TOKENS}, or LOW:HIGH, "
+                         "1 <= LOW <= HIGH, uniform)") from None  # fmt: skip
 
 
 def _positive(value: int | None, flag: str, default: int) -> int:
     if value is None:
         return default
-    if value < 1:
-        raise HcsimError(f"{flag} {value} is invalid (valid: an integer >= 1)")
+    if not 1 <= value <= MAX_TOKENS:
+        raise HcsimError(f"{flag} {value} is invalid (valid: an integer from 1 to {MAX_TOKENS})")
     return value
 
 
@@ -132,8 +136,13 @@ def _check(args: argparse.Namespace) -> None:
         raise HcsimError(f"--seed {args.seed} is invalid (valid: an integer from 0 to {2**63 - 1})")
     if args.servers != 1:
         raise HcsimError("--servers does not apply to --scheduler continuous (valid: replicas are --xpus/--tp)")
-    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise HcsimError(f"--out '{args.out}' is a file (valid: a directory to write into)")
+    if args.tp is not None and not 1 <= args.tp <= 4096:
+        raise HcsimError(f"--tp {args.tp} is invalid (valid: an integer from 1 to 4096, XPUs per TP group)")
+    model = {"--model": args.model} if os.path.isfile(args.model) else {}
+    check_outputs(dirs={"--out": args.out}, inputs=model)
+    if args.out is not None:
+        names = ("requests.csv", "summary.json")
+        check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in names}, inputs=model)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -283,6 +283,9 @@ def test_the_issue_example_prints_the_metrics_and_is_byte_identical(tmp_path):
         (["--rate", "1/s", "--kv-tier-capacity", "1GiB"], "--kv-tier-capacity applies to a second tier"),
         (["--rate", "1/s", "--requests", "0"], "--requests 0 is invalid"),
         (["--rho", "0.5"], "--rho applies to --scheduler dynamic only"),
+        (["--rate", "1/s", "--prompt-tokens", "2000000"], "--prompt-tokens '2000000' is invalid"),
+        (["--rate", "1/s", "--tp", "0"], "--tp 0 is invalid"),
+        (["--rate", "1/s", "--tp", "3"], "--tp 3 does not divide the 8 XPUs"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, extra, needle):
