@@ -337,7 +337,9 @@ def add_sweep(sub: Subparsers) -> argparse.ArgumentParser:
 def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
     """``hcsim serve`` (alias ``queue``, its former name)."""
     qu = sub.add_parser(
-        "serve", aliases=["queue"], help="dynamic-batching inference serving: simulated vs exact latency"
+        "serve",
+        aliases=["queue"],
+        help="inference serving: dynamic batching vs its exact latency, or continuous batching of an LLM",
     )
     gpu = qu.add_mutually_exclusive_group(required=True)
     gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
@@ -368,7 +370,33 @@ def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
     qu.add_argument("--c0", type=float, help="with --alpha: fixed energy per batch, in joules, for eta")
     qu.add_argument("--progress", action="store_true", help="show a progress bar on stderr (default: on a terminal)")
     qu.add_argument("--out", help="directory for jobs.csv, batches.csv, batch_sizes.csv/.png, summary.json")
+    _add_serve_continuous_options(qu)
     return qu
+
+
+def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
+    """The options of ``hcsim serve --scheduler continuous`` (docs/serving.md, "Continuous batching")."""
+    s.add_argument(
+        "--scheduler",
+        choices=("dynamic", "continuous"),
+        default="dynamic",
+        help="dynamic: Inoue's dynamic batching (default); continuous: iteration-level batching of --model",
+    )
+    g = s.add_argument_group("continuous batching (--scheduler continuous --model NAME; docs/serving.md)")
+    g.add_argument("--prompt-tokens", help="prompt length: N tokens, or LOW:HIGH uniform (default 512)")
+    g.add_argument("--kv-cache", help="KV tiers: hbm (default), hbm,cxl (coherent, read in place), hbm,host (copied)")
+    g.add_argument("--kv-hbm", help="HBM for KV per rank, e.g. 1GiB (default: the XPU's memory minus weights)")
+    g.add_argument("--kv-tier-capacity", help="second tier's KV capacity per rank, e.g. 256GiB (default: platform)")
+    g.add_argument("--block-tokens", type=int, help="tokens per KV block (a count; default 16)")
+    g.add_argument(
+        "--max-tokens", type=int, help="token budget of an iteration, a count: chunked prefill (default 2048)"
+    )
+    g.add_argument(
+        "--kv-bucket",
+        type=int,
+        help="round decode KV totals up to a count of tokens for the memo (default 256; 1 exact)",
+    )
+    g.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
 
 
 def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._MutuallyExclusiveGroup) -> None:

@@ -1,5 +1,7 @@
 """``hcsim serve`` (alias ``queue``): dynamic-batching inference serving (:mod:`hcsim.frontends.serving.batching`).
 
+``--scheduler continuous`` hands the run to :mod:`hcsim.cli.serve_continuous` (LLM continuous batching).
+
 Simulates Poisson arrivals served in batches on V100 servers behind a dispatcher and
 prints the latency beside the exact one of the truncated Markov chain
 (:func:`hcsim.analysis.queueing.exact_finite`); with ``--model`` the servers are TP groups
@@ -82,8 +84,23 @@ def _check_arguments(args: argparse.Namespace) -> None:
         check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in names}, inputs=model)
 
 
+def _check_continuous_flags(args: argparse.Namespace) -> None:
+    """Flags of ``--scheduler continuous`` refused in dynamic mode, in one line."""
+    for key in ("prompt_tokens", "kv_cache", "kv_hbm", "kv_tier_capacity", "block_tokens", "max_tokens", "kv_bucket"):
+        if getattr(args, key, None) is not None:
+            flag = f"--{key.replace('_', '-')}"
+            raise HcsimError(f"{flag} applies to --scheduler continuous only (valid: add it, or drop {flag})")
+    if getattr(args, "json", False):
+        raise HcsimError("--json applies to --scheduler continuous only (valid: add it, or drop --json)")
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim serve``; the exit status."""
+    if getattr(args, "scheduler", "dynamic") == "continuous":
+        from hcsim.cli.serve_continuous import main as continuous
+
+        return continuous(args)
+    _check_continuous_flags(args)
     _check_arguments(args)
     model = None
     stray = [f"--{k.replace('_', '-')}" for k in ("system", "xpus", "mix", "tp", "context") if getattr(args, k)]
