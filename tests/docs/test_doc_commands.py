@@ -96,6 +96,8 @@ HOW: dict[str, str] = {
     "--json": "fast",
     "hcsim serve --model llama3-70b --system cxl --xpus 8 --tp 8 --context 4096 --max-batch 8 --rho 0.7 "
     "--jobs 20000": "slow",
+    "hcsim serve --model llama3-8b --system cxl --xpus 8 --tp 8 --scheduler continuous --kv-cache hbm,cxl "
+    "--rate 20/s --requests 2000 --prompt-tokens 512 --output-tokens 128 --json": "slow",
     # docs/parallelism.md
     "hcsim run --system cxl --xpus 1024 --model llama3-70b --parallel dp=32,tp=8,pp=4 --microbatches 8 --fast": "slow",
     "hcsim run --system cxl --xpus 256 --model mixtral-8x7b --parallel tp=1,pp=1 --ep 8 --zero 1 --fast": "slow",

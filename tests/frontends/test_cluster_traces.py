@@ -518,6 +518,8 @@ def test_write_swf_read_swf_round_trip(n_jobs, seed, arrival, duration, parts, g
     assert back.skipped == []
 
 
-def test_write_swf_refuses_a_missing_directory(tmp_path):
-    with pytest.raises(HcsimError, match=r"does not exist"):
-        write_swf(synthetic_trace(3, seed=0), tmp_path / "no" / "such.swf")
+def test_write_swf_creates_missing_parent_directories(tmp_path):
+    """One --out rule for every output (docs/cli.md): missing parents are created."""
+    out = tmp_path / "no" / "such.swf"
+    write_swf(synthetic_trace(3, seed=0), out)
+    assert out.read_text().count("\n") >= 3

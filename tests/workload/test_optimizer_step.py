@@ -56,7 +56,8 @@ def _steps(g) -> dict[str, dict]:
         ("bf16", {}, 4 + (4 + 12) + 12 + (4 + 2)),
         ("fp8", {}, 4 + (4 + 12) + 12 + (4 + 2)),
         ("fp8", {"fp8_param_gather": True}, 4 + (4 + 12) + 12 + (4 + 1)),
-        ("bf16", {"grad_reduce_in_fp32": False}, 4 + (4 + 12) + 12 + (4 + 2)),  # main grads stay fp32
+        # 16-bit main grads: the distributed optimizer's state holds the fp32 grad shard too (16 B: 4 + 16/d)
+        ("bf16", {"grad_reduce_in_fp32": False}, 2 + (2 + 16) + 16 + (4 + 2)),
         ("fp16", {}, 2 + (2 + 12) + 12 + (4 + 2)),
         ("fp32", {}, 4 + (4 + 8 + 4) + (8 + 4)),  # the weight is the master: updated in place
     ],
