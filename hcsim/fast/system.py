@@ -33,6 +33,7 @@ from hcsim.fast.rounds import MemoizedRounds
 from hcsim.fast.symmetry import fold_system, fold_units
 from hcsim.fast.twins import Twins
 from hcsim.fast.units import units_of
+from hcsim.platform.compiler import compile_platform
 from hcsim.platform.simgrid_files import read_declared, runs_raw
 from hcsim.platform.topology import Topology
 from hcsim.workload.graph import Workload
@@ -268,8 +269,6 @@ def simulate_system(
     if compile is not None:
         result = simulate(compile(topology), work, iterations, **kwargs)
     else:
-        from hcsim.platform.compiler import compile_platform
-
         with tempfile.TemporaryDirectory(prefix="hcsim-system-") as tmp:
             path = os.path.join(tmp, "platform.xml")
             compile_platform(topology, path)
