@@ -397,6 +397,16 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
         help="round decode KV totals up to a count of tokens for the memo (default 256; 1 exact)",
     )
     g.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    g.add_argument("--router", help="replicas' router: round_robin (default) or least_tokens (least outstanding)")
+    g.add_argument("--preemption", help="when the KV cache is full: recompute (default) or swap (to host DRAM)")
+    g.add_argument(
+        "--disaggregate",
+        help="prefill=N,decode=M: prefill on the first N XPUs, decode on the next M (default: both on every replica)",
+    )
+    g.add_argument(
+        "--shared-prefix",
+        help="TOKENS[:GROUPS]: prompts start with one of GROUPS shared prefixes (request i: i mod GROUPS), cached",
+    )
 
 
 def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._MutuallyExclusiveGroup) -> None:
