@@ -332,3 +332,15 @@ def test_dynamic_mode_refuses_the_engine_flags():
     for flag, value in (("--router", "least_tokens"), ("--disaggregate", "prefill=1,decode=1")):
         assert_refused(run_here("serve", "--gpu", "v100", "--rho", "0.5", flag, value), f"{flag} applies to")
     assert_one_line_error(run("serve", "--gpu", "v100", "--rho", "0.5", "--preemption", "swap"), "--preemption")
+
+
+# ------------------------------------------------------------------ replicas on one platform
+def test_whole_server_replicas_share_no_link_and_smaller_ones_may():
+    from hcsim.frontends.serving.sharing import shared_links
+
+    topo = builders.paper_system(16, coherent=True, mix="H100")
+    xpus = topo.xpus()
+    assert shared_links(topo, [xpus[:8], xpus[8:]], ("cxl_memory", "host_memory")) == []
+    assert shared_links(topo, [[x] for x in xpus[:8]], ("cxl_memory",)) == []  # a private CXL expander each
+    shared = shared_links(topo, [[x] for x in xpus[:8]], ("host_memory",))  # a CPU's DRAM behind its PCIe
+    assert shared and all(any("cpu" in n or "dram" in n or "mem" in n for n in e) for e in shared), shared
