@@ -416,6 +416,11 @@ def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._Mutua
     g.add_argument("--system", choices=SYSTEMS)
     g.add_argument("--xpus", type=int, help="XPUs of --system")
     g.add_argument("--mix", help="XPU type(s) of --system, e.g. H100")
+    g.add_argument(
+        "--servers-per-rack",
+        type=int,
+        help="servers of 8 XPUs per rack of noncoherent/cxl (default 16); --mix alternates by rack",
+    )
     g.add_argument("--tp", type=int, help="tensor-parallel degree: a server is a group of tp XPUs (default all)")
     g.add_argument("--context", type=int, help="prompt length of a request (tokens)")
     g.add_argument("--output-tokens", type=int, default=128, help="tokens a request generates (default 128)")
