@@ -341,6 +341,8 @@ def test_whole_server_replicas_share_no_link_and_smaller_ones_may():
     topo = builders.paper_system(16, coherent=True, mix="H100")
     xpus = topo.xpus()
     assert shared_links(topo, [xpus[:8], xpus[8:]], ("cxl_memory", "host_memory")) == []
+    plain = builders.paper_system(16, coherent=False, mix="H100").xpus()
+    assert shared_links(builders.paper_system(16, coherent=False), [plain[:8], plain[8:]], ("host_memory",)) == []
     assert shared_links(topo, [[x] for x in xpus[:8]], ("cxl_memory",)) == []  # a private CXL expander each
     shared = shared_links(topo, [[x] for x in xpus[:8]], ("host_memory",))  # a CPU's DRAM behind its PCIe
     assert shared and all(any("cpu" in n or "dram" in n or "mem" in n for n in e) for e in shared), shared
