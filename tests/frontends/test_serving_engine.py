@@ -237,6 +237,18 @@ def test_the_third_tier_is_host_dram_copied_in_on_a_coherent_system(cxl8):
     assert host_v["flops"] == 4.0 * 256 * (2000 + 8 * 16)  # decode reads + the chunk's prior host KV
 
 
+def test_the_third_tiers_bucket_is_bounded_by_its_measured_gap(cxl8):
+    path, xpus = cxl8
+    exact = IterationTimer(TINY, path, xpus[:1], coherent=True)
+    bucketed = IterationTimer(TINY, path, xpus[:1], coherent=True, kv_bucket=4096)
+    bound = bucketed.bucket_bound(989.4e12, 3.35e12)
+    for shape in (IterationShape(4, 5000, 3000, (), 100), IterationShape(4, 5000, 0, (), 8000)):
+        t, tb = exact.seconds(shape), bucketed.seconds(shape)
+        assert t < tb <= t + bound + bucketed.remote_gap
+    assert set(bucketed.host_gaps) == {IterationShape(4, 8192, 4096, (), 4096), IterationShape(4, 8192, 0, (), 8192)}
+    assert 0 < max(bucketed.host_gaps.values()) < bucketed.remote_gap
+
+
 def test_three_tiers_fill_in_order_and_hold_what_two_cannot(cxl8):
     path, xpus = cxl8
     reqs = [fc.Request(0.0, 16, 5) for _ in range(4)]

@@ -216,7 +216,10 @@ class IterationTimer:
     share: nondecreasing in the bytes); the bound there is measured, not assumed: each
     remote bucket used is also simulated one bucket lower, and :attr:`remote_gap`, the
     largest T(top) - T(top - W), bounds the rounding (the exact KV lies above top - W). The
-    two add: an iteration is at most ``bucket_bound + remote_gap`` longer.
+    third tier's total likewise, its gap measured with the second tier one bucket lower, so
+    T(top, top) - T(top - W, top - W) is the sum of the two gaps, and :attr:`remote_gap`
+    adds the largest of each. The bounds add: an iteration is at most ``bucket_bound +
+    remote_gap`` longer.
     """
 
     def __init__(
@@ -240,6 +243,7 @@ class IterationTimer:
         self.coherent, self.calibration, self.kv_bucket, self.memoize = coherent, calibration, kv_bucket, memoize
         self.memo: dict[IterationShape, float] = {}
         self.gaps: dict[IterationShape, float] = {}
+        self.host_gaps: dict[IterationShape, float] = {}
         self.simulations = 0
         self.lookups = 0
 
@@ -249,7 +253,7 @@ class IterationTimer:
         if w == 1:
             return shape
         kv_hbm, kv_remote = -(-shape.kv_hbm // w) * w, -(-shape.kv_remote // w) * w
-        return IterationShape(shape.decodes, kv_hbm, kv_remote, shape.chunks, shape.kv_host)  # the third tier exact
+        return IterationShape(shape.decodes, kv_hbm, kv_remote, shape.chunks, -(-shape.kv_host // w) * w)
 
     def seconds(self, shape: IterationShape) -> float:
         """The iteration's time in SimGrid (memoized by :meth:`key`); a new remote bucket measures its gap."""
@@ -259,6 +263,11 @@ class IterationTimer:
         if key.kv_remote and self.kv_bucket > 1 and key not in self.gaps:
             lower = IterationShape(key.decodes, key.kv_hbm, key.kv_remote - self.kv_bucket, key.chunks, key.kv_host)
             self.gaps[key] = t - self._time(lower)
+        if key.kv_host and self.kv_bucket > 1 and key not in self.host_gaps:  # at the remote gap's lower end
+            w, remote = self.kv_bucket, max(0, key.kv_remote - self.kv_bucket)
+            top = IterationShape(key.decodes, key.kv_hbm, remote, key.chunks, key.kv_host)
+            lower = IterationShape(key.decodes, key.kv_hbm, remote, key.chunks, key.kv_host - w)
+            self.host_gaps[key] = self._time(top) - self._time(lower)
         return t
 
     def _time(self, key: IterationShape) -> float:
@@ -271,8 +280,9 @@ class IterationTimer:
 
     @property
     def remote_gap(self) -> float:
-        """Largest T(bucket's top) - T(previous bucket's top) over the remote buckets used (0 if none)."""
-        return max(self.gaps.values(), default=0.0)
+        """Largest T(bucket's top) - T(previous bucket's top) over the remote buckets used (0 if none), plus the
+        same over the third tier's buckets."""
+        return max(self.gaps.values(), default=0.0) + max(self.host_gaps.values(), default=0.0)
 
     def simulate(self, shape: IterationShape) -> float:
         """One SimGrid run of the shape's graph (no memo)."""
