@@ -58,6 +58,7 @@ HOW: dict[str, str] = {
     "python experiments/bench_engine.py --system cxl --xpus 256 --bytes 256MiB --iterations 2": BENCH,
     "python experiments/bench_scale.py": BENCH,
     "python experiments/bench_scale.py --one cxl:1024:H100:fast": "fast",
+    "python experiments/bench_serve_engine.py --all-options": BENCH,
     "python experiments/bench_parallel.py": BENCH,
     "python experiments/bench_parallel.py --rows llama --dp 4": "slow",
     "python experiments/bench_parallel.py --mode exact": BENCH,
