@@ -384,9 +384,15 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
     )
     g = s.add_argument_group("continuous batching (--scheduler continuous --model NAME; docs/serving.md)")
     g.add_argument("--prompt-tokens", help="prompt length: N tokens, or LOW:HIGH uniform (default 512)")
-    g.add_argument("--kv-cache", help="KV tiers: hbm (default), hbm,cxl (coherent, read in place), hbm,host (copied)")
+    g.add_argument(
+        "--kv-cache",
+        help="KV tiers: hbm (default), hbm,cxl (coherent, read in place), hbm,host (copied), hbm,cxl,host (both)",
+    )
     g.add_argument("--kv-hbm", help="HBM for KV per rank, e.g. 1GiB (default: the XPU's memory minus weights)")
-    g.add_argument("--kv-tier-capacity", help="second tier's KV capacity per rank, e.g. 256GiB (default: platform)")
+    g.add_argument(
+        "--kv-tier-capacity",
+        help="KV capacity per rank of the tier(s) after HBM, e.g. 256GiB or 64GiB,inf (default: the platform's)",
+    )
     g.add_argument("--block-tokens", type=int, help="tokens per KV block (a count; default 16)")
     g.add_argument(
         "--max-tokens", type=int, help="token budget of an iteration, a count: chunked prefill (default 2048)"
