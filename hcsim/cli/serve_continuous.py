@@ -18,12 +18,13 @@ import os
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 
 from hcsim.errors import HcsimError
 from hcsim.files import check_outputs
 from hcsim.units import parse_bytes
 
-__all__ = ["MAX_REQUESTS", "MAX_TOKENS", "kv_capacity", "main", "refuse_engine_flags"]
+__all__ = ["MAX_REQUESTS", "MAX_TOKENS", "engine", "kv_capacity", "main", "refuse_engine_flags"]
 
 _TIERS = {"hbm": (False, None), "hbm,cxl": (True, "cxl_memory"), "hbm,host": (False, "host_memory"),
           "hbm,cxl,host": (True, "cxl_memory")}  # fmt: skip
@@ -214,15 +215,22 @@ def _with_prefix(args: argparse.Namespace, requests: list) -> list:
     return shared_prefix(requests, t, g)
 
 
-def _serve(
-    args: argparse.Namespace, spec: object, platform: str, xpus: list[str], tp: int, tiers: tuple[str, ...],
-    requests: list, block: int, budget: int, seqs: int, bucket: int, hbm: float | None, cap: tuple | None,
-) -> tuple[object, list]:  # fmt: skip
-    """The run on the compiled platform: colocated or disaggregated, routed, with its preemption."""
+def engine(
+    args: argparse.Namespace, spec: object, platform: str, topo: object, xpus: list[str], tp: int,
+    tiers: tuple[str, ...], block: int, budget: int, seqs: int, bucket: int, hbm: float | None, cap: tuple | None,
+) -> tuple[Callable[..., object], list[list[str]]]:  # fmt: skip
+    """The serving engine on the compiled platform, set up once: ``(run, groups)``.
+
+    ``run(requests, log=None)`` serves a list of requests (colocated or disaggregated,
+    routed by ``--router``, preempting by ``--preemption``) and returns the result; its
+    timers are shared across calls (a rate sweep: ``simulations`` counts since the start).
+    Checks ``--router``, ``--preemption`` and ``--disaggregate`` in one line each.
+    """
     from hcsim.frontends.serving import continuous as fc
     from hcsim.frontends.serving.disaggregated import serve_disaggregated
     from hcsim.frontends.serving.iteration import IterationTimer, kv_bytes_per_token
     from hcsim.frontends.serving.router import ROUTERS
+    from hcsim.frontends.serving.sharing import shared_links
     from hcsim.frontends.serving.transfers import KVTransferTimer, SwapTimer
 
     router = _choice(args.router, "--router", ROUTERS)
@@ -230,27 +238,44 @@ def _serve(
     split = _split(args.disaggregate, len(xpus), tp)
     coherent = _TIERS[",".join(tiers)][0]
     caps = (None, None) if cap is None else (cap + (None,))[:2]
-    every = sum(-(-(r.prompt + r.output) // block) for r in requests)
     sides = [xpus] if split is None else [xpus[: split[0]], xpus[split[0] :]]
     made = []
     for side in sides:
         groups = [side[i : i + tp] for i in range(0, len(side), tp)]
         blocks, rate, bandwidth = kv_capacity(spec, platform, groups[0], tiers, block, hbm, *caps)
-        blocks = tuple(every if b < 0 else b for b in blocks)  # an unbounded tier: every request's blocks at once
         timers = [IterationTimer(spec, platform, g, coherent=coherent, kv_bucket=bucket) for g in groups]
         block_bytes = kv_bytes_per_token(spec, tp) * block
         swaps = [SwapTimer(platform, g, block_bytes) for g in groups] if swap else None
         made.append((groups, blocks, timers, swaps, timers[0].bucket_bound(rate, bandwidth)))
+    every = [g for side in made for g in side[0]]
+    shared = None
+    if len(every) > 1:  # replicas run one by one: exact when their routes share no link
+        memories = tuple(m for t, m in (("cxl", "cxl_memory"), ("host", "host_memory")) if t in tiers)
+        memories += ("host_memory",) * (swap and "host_memory" not in memories)
+        shared = len(shared_links(topo, every, memories))  # type: ignore[arg-type]
+    transfer = KVTransferTimer(platform, kv_bytes_per_token(spec, tp)) if split else None
     kw = dict(block_tokens=block, max_tokens=budget, max_seqs=seqs, tiers=tiers, router=router)
-    if split is None:
-        groups, blocks, timers, swaps, bound = made[0]
-        return fc.serve_continuous(timers, requests, blocks, bucket_bound_s=bound, swaps=swaps, **kw), groups
-    (pg, pb, pt, ps, pbound), (dg, db, dt, ds, dbound) = made
-    transfer = KVTransferTimer(platform, kv_bytes_per_token(spec, tp))
-    result = serve_disaggregated(pt, dt, transfer, requests, pb, db, bucket_bound_s=max(pbound, dbound),
-                                 swaps=None if ps is None else (ps, ds), **kw)  # fmt: skip
-    result.extra.update(disaggregate=f"prefill={split[0]},decode={split[1]}")
-    return result, pg + dg
+
+    def finite(blocks: tuple[int, ...], requests: list) -> tuple[int, ...]:  # an unbounded tier: all at once
+        every = sum(-(-(r.prompt + r.output) // block) for r in requests)
+        return tuple(every if b < 0 else b for b in blocks)
+
+    def run(requests: list, log: object = None) -> object:
+        if split is None:
+            _, blocks, timers, swaps, bound = made[0]
+            result = fc.serve_continuous(timers, requests, finite(blocks, requests), bucket_bound_s=bound,
+                                         swaps=swaps, log=log, **kw)  # type: ignore[arg-type]  # fmt: skip
+        else:
+            (_, pb, pt, ps, pbound), (_, db, dt, ds, dbound) = made
+            result = serve_disaggregated(pt, dt, transfer, requests, finite(pb, requests), finite(db, requests),
+                                         bucket_bound_s=max(pbound, dbound), swaps=None if ps is None else (ps, ds),
+                                         log=log, **kw)  # type: ignore[arg-type]  # fmt: skip
+            result.extra.update(disaggregate=f"prefill={split[0]},decode={split[1]}")
+        if shared is not None:
+            result.extra["replicas_shared_links"] = shared
+        return result
+
+    return run, every
 
 
 def main(args: argparse.Namespace) -> int:
@@ -296,13 +321,8 @@ def main(args: argparse.Namespace) -> int:
         compile_platform(topo, platform)
         xpus = platform_xpus(platform)
         tp = check_inference(spec, len(xpus), batch=1, context=1, tp=args.tp)
-        result, groups = _serve(args, spec, platform, xpus, tp, tiers, requests, block, budget, seqs, bucket, hbm, cap)
-        if len(groups) > 1:  # replicas run one by one: exact when their routes share no link
-            from hcsim.frontends.serving.sharing import shared_links
-
-            memories = tuple(m for t, m in (("cxl", "cxl_memory"), ("host", "host_memory")) if t in tiers)
-            memories += ("host_memory",) * (args.preemption == "swap" and "host_memory" not in memories)
-            result.extra["replicas_shared_links"] = len(shared_links(topo, groups, memories))
+        run, groups = engine(args, spec, platform, topo, xpus, tp, tiers, block, budget, seqs, bucket, hbm, cap)
+        result = run(requests)
     result.extra.update(model=spec.name, system=args.system, xpus=len(xpus), tp=tp, replicas=len(groups),
                         kv_cache=",".join(tiers), block_tokens=block, max_tokens=budget, max_seqs=seqs,
                         kv_bucket_tokens=bucket, rate_per_s=args.rate, seed=args.seed)  # fmt: skip
