@@ -384,9 +384,15 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
     )
     g = s.add_argument_group("continuous batching (--scheduler continuous --model NAME; docs/serving.md)")
     g.add_argument("--prompt-tokens", help="prompt length: N tokens, or LOW:HIGH uniform (default 512)")
-    g.add_argument("--kv-cache", help="KV tiers: hbm (default), hbm,cxl (coherent, read in place), hbm,host (copied)")
+    g.add_argument(
+        "--kv-cache",
+        help="KV tiers: hbm (default), hbm,cxl (coherent, read in place), hbm,host (copied), hbm,cxl,host (both)",
+    )
     g.add_argument("--kv-hbm", help="HBM for KV per rank, e.g. 1GiB (default: the XPU's memory minus weights)")
-    g.add_argument("--kv-tier-capacity", help="second tier's KV capacity per rank, e.g. 256GiB (default: platform)")
+    g.add_argument(
+        "--kv-tier-capacity",
+        help="KV capacity per rank of the tier(s) after HBM, e.g. 256GiB or 64GiB,inf (default: the platform's)",
+    )
     g.add_argument("--block-tokens", type=int, help="tokens per KV block (a count; default 16)")
     g.add_argument(
         "--max-tokens", type=int, help="token budget of an iteration, a count: chunked prefill (default 2048)"
@@ -397,6 +403,16 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
         help="round decode KV totals up to a count of tokens for the memo (default 256; 1 exact)",
     )
     g.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    g.add_argument("--router", help="replicas' router: round_robin (default) or least_tokens (least outstanding)")
+    g.add_argument("--preemption", help="when the KV cache is full: recompute (default) or swap (to host DRAM)")
+    g.add_argument(
+        "--disaggregate",
+        help="prefill=N,decode=M: prefill on the first N XPUs, decode on the next M (default: both on every replica)",
+    )
+    g.add_argument(
+        "--shared-prefix",
+        help="TOKENS[:GROUPS]: prompts start with one of GROUPS shared prefixes (request i: i mod GROUPS), cached",
+    )
 
 
 def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._MutuallyExclusiveGroup) -> None:
@@ -406,6 +422,11 @@ def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._Mutua
     g.add_argument("--system", choices=SYSTEMS)
     g.add_argument("--xpus", type=int, help="XPUs of --system")
     g.add_argument("--mix", help="XPU type(s) of --system, e.g. H100")
+    g.add_argument(
+        "--servers-per-rack",
+        type=int,
+        help="servers of 8 XPUs per rack of noncoherent/cxl (default 16); --mix alternates by rack",
+    )
     g.add_argument("--tp", type=int, help="tensor-parallel degree: a server is a group of tp XPUs (default all)")
     g.add_argument("--context", type=int, help="prompt length of a request (tokens)")
     g.add_argument("--output-tokens", type=int, default=128, help="tokens a request generates (default 128)")

@@ -86,6 +86,8 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, 
             kwargs["cxl_bandwidth"] = args.cxl_bandwidth
         if args.cxl_latency:
             kwargs["cxl_latency"] = args.cxl_latency
+        if getattr(args, "servers_per_rack", None) is not None:  # hcsim serve's option (small mixed systems)
+            kwargs["servers_per_rack"] = args.servers_per_rack
         topo = builders.paper_system(n, coherent=system == "cxl", **kwargs)
         message = unused_mix(args, topo)
         if message and warnings is not None:
@@ -93,6 +95,8 @@ def build_topology(args: argparse.Namespace, warnings: list[str] | None = None, 
         elif message:
             warn(message)
         return topo
+    if getattr(args, "servers_per_rack", None) is not None:
+        raise HcsimError(f"--servers-per-rack applies to noncoherent and cxl only, not '{system}'")
     if "+" in xpu:
         raise HcsimError(f"--mix {xpu!r}: '{system}' takes a single XPU type (valid: H100, A100, V100)")
     if system == "server":

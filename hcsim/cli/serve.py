@@ -100,6 +100,9 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "scheduler", "dynamic") == "continuous":
         return continuous(args)
     _check_continuous_flags(args)
+    from hcsim.cli.serve_continuous import refuse_engine_flags
+
+    refuse_engine_flags(args)
     _check_arguments(args)
     model = None
     stray = [f"--{k.replace('_', '-')}" for k in ("system", "xpus", "mix", "tp", "context") if getattr(args, k)]

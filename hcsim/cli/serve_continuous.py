@@ -18,13 +18,18 @@ import os
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 
 from hcsim.cli.platform import build_topology
 from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
 from hcsim.files import check_outputs
 from hcsim.frontends.serving import continuous as fc
+from hcsim.frontends.serving.disaggregated import serve_disaggregated
 from hcsim.frontends.serving.iteration import IterationTimer, kv_bytes_per_token
+from hcsim.frontends.serving.router import ROUTERS
+from hcsim.frontends.serving.sharing import shared_links
+from hcsim.frontends.serving.transfers import KVTransferTimer, SwapTimer
 from hcsim.outputs import json_text
 from hcsim.platform import compile_platform
 from hcsim.units import parse_bytes
@@ -32,9 +37,11 @@ from hcsim.workload.models.inference import check_inference
 from hcsim.workload.models.ops import block_operators, embedding_operators, head_operators
 from hcsim.workload.models.spec import load_model
 
-__all__ = ["MAX_REQUESTS", "MAX_TOKENS", "kv_capacity", "main"]
+__all__ = ["MAX_REQUESTS", "MAX_TOKENS", "engine", "kv_capacity", "main", "refuse_engine_flags"]
 
-_TIERS = {"hbm": (False, None), "hbm,cxl": (True, "cxl_memory"), "hbm,host": (False, "host_memory")}
+_TIERS = {"hbm": (False, None), "hbm,cxl": (True, "cxl_memory"), "hbm,host": (False, "host_memory"),
+          "hbm,cxl,host": (True, "cxl_memory")}  # fmt: skip
+_ENGINE_FLAGS = ("router", "preemption", "disaggregate", "shared_prefix")
 _DYNAMIC_ONLY = ("gpu", "alpha", "tau0", "rho", "max_delay", "beta", "c0", "context")
 MAX_REQUESTS = 10_000_000
 """Most ``--requests``: a run keeps about 200 bytes per request."""
@@ -46,7 +53,7 @@ def _tiers(value: str) -> tuple[str, ...]:
     key = value.replace(" ", "").lower()
     if key not in _TIERS:
         raise HcsimError(f"--kv-cache {value!r} is invalid (valid: hbm, hbm,cxl (coherent, read in place), "
-                         "hbm,host (non-coherent, copied in))")  # fmt: skip
+                         "hbm,host (non-coherent, copied in), hbm,cxl,host (both, in that order))")  # fmt: skip
     return tuple(key.split(","))
 
 
@@ -85,10 +92,11 @@ def _props(platform: str) -> dict[str, dict[str, str]]:
 
 def kv_capacity(
     spec: object, platform: str, group: list[str], tiers: tuple[str, ...], block_tokens: int,
-    hbm: float | None = None, tier_capacity: float | None = None,
-) -> tuple[int, int, float, float]:  # fmt: skip
-    """(HBM blocks, second-tier blocks or -1 for unbounded, FLOP/s, memory bandwidth) of one TP group.
+    hbm: float | None = None, tier_capacity: float | None = None, host_capacity: float | None = None,
+) -> tuple[tuple[int, ...], float, float]:  # fmt: skip
+    """((HBM blocks, second-tier blocks[, third-tier blocks]), FLOP/s, memory bandwidth) of one TP group.
 
+    A tier's blocks: 0 when absent, -1 when unbounded.
     HBM per rank: ``hbm`` or the XPU's memory minus the rank's weights (embedding, blocks,
     head); the smallest rank of the group decides. One line when the weights do not fit.
     """
@@ -101,7 +109,7 @@ def kv_capacity(
         weights += sum(op.weight_bytes for op in head_operators(spec, 1, tp=tp, phase="prefill"))
     per_block = kv_bytes_per_token(spec, tp) * block_tokens
     props = _props(platform)
-    hbm_blocks, remote_blocks, rate, bandwidth = math.inf, math.inf, math.inf, math.inf
+    hbm_blocks, remote_blocks, host_blocks, rate, bandwidth = math.inf, math.inf, math.inf, math.inf, math.inf
     for x in group:
         p = props[x]
         memory = float(p.get("memory", "inf"))
@@ -120,10 +128,20 @@ def kv_capacity(
                                  "(valid: --kv-cache hbm, or --system cxl for a CXL tier)")  # fmt: skip
             cap = tier_capacity if tier_capacity is not None else float(props[node].get("capacity", "inf"))
             remote_blocks = min(remote_blocks, cap // per_block if math.isfinite(cap) else math.inf)
+        if len(tiers) > 2:
+            node = p.get("host_memory")
+            if node is None:
+                raise HcsimError(f"--kv-cache {','.join(tiers)}: XPU '{x}' has no host memory "
+                                 "(valid: --kv-cache hbm,cxl)")  # fmt: skip
+            cap = host_capacity if host_capacity is not None else float(props[node].get("capacity", "inf"))
+            host_blocks = min(host_blocks, cap // per_block if math.isfinite(cap) else math.inf)
     remote = 0 if len(tiers) == 1 else (-1 if math.isinf(remote_blocks) else int(remote_blocks))
-    if hbm_blocks < 1 and remote == 0:
+    blocks = (int(hbm_blocks), remote)
+    if len(tiers) > 2:
+        blocks += (-1 if math.isinf(host_blocks) else int(host_blocks),)
+    if hbm_blocks < 1 and not any(blocks[1:]):
         raise HcsimError(f"--kv-hbm holds no KV block of {per_block / 2**20:.3g} MiB (valid: at least one block)")
-    return int(hbm_blocks), remote, rate, bandwidth
+    return blocks, rate, bandwidth
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -151,6 +169,118 @@ def _check(args: argparse.Namespace) -> None:
         check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in names}, inputs=model)
 
 
+def _capacities(value: str) -> tuple[float, ...]:
+    return tuple(parse_bytes(v.strip(), "--kv-tier-capacity") for v in str(value).split(","))
+
+
+def refuse_engine_flags(args: argparse.Namespace) -> None:
+    """The engine's flags of ``--scheduler continuous`` refused in dynamic mode, in one line."""
+    for key in _ENGINE_FLAGS:
+        if getattr(args, key, None) is not None:
+            flag = f"--{key.replace('_', '-')}"
+            raise HcsimError(f"{flag} applies to --scheduler continuous only (valid: add it, or drop {flag})")
+
+
+def _choice(value: str | None, flag: str, valid: tuple[str, ...]) -> str:
+    if value is None:
+        return valid[0]
+    if value not in valid:
+        raise HcsimError(f"{flag} {value!r} is invalid (valid: {', '.join(valid)})")
+    return value
+
+
+def _split(value: str | None, xpus: int, tp: int) -> tuple[int, int] | None:
+    """``--disaggregate prefill=N,decode=M``: (N, M) XPUs, checked against ``--xpus`` and ``--tp``."""
+    if value is None:
+        return None
+    bad = HcsimError(f"--disaggregate {value!r} is invalid (valid: prefill=N,decode=M, XPU counts, multiples of "
+                     f"--tp {tp}, N + M = --xpus {xpus}; e.g. prefill={tp},decode={max(tp, xpus - tp)})")  # fmt: skip
+    parts = dict(p.split("=", 1) for p in value.replace(" ", "").split(",") if "=" in p)
+    if set(parts) != {"prefill", "decode"} or value.count("=") != 2:
+        raise bad
+    try:
+        n, m = int(parts["prefill"]), int(parts["decode"])
+    except ValueError:
+        raise bad from None
+    if n < tp or m < tp or n % tp or m % tp or n + m != xpus:
+        raise bad
+    return n, m
+
+
+def _with_prefix(args: argparse.Namespace, requests: list) -> list:
+    """``--shared-prefix TOKENS[:GROUPS]`` applied to the requests."""
+    from hcsim.frontends.serving.kvcache import shared_prefix
+
+    if args.shared_prefix is None:
+        return requests
+    text = str(args.shared_prefix).strip()
+    try:
+        tokens, _, groups = text.partition(":")
+        t, g = int(tokens), int(groups or 1)
+        if not (1 <= t <= MAX_TOKENS and 1 <= g <= MAX_REQUESTS):
+            raise ValueError
+    except ValueError:
+        raise HcsimError(f"--shared-prefix {text!r} is invalid (valid: TOKENS from 1 to {MAX_TOKENS}, or "
+                         "TOKENS:GROUPS with GROUPS >= 1 prefixes)") from None  # fmt: skip
+    return shared_prefix(requests, t, g)
+
+
+def engine(
+    args: argparse.Namespace, spec: object, platform: str, topo: object, xpus: list[str], tp: int,
+    tiers: tuple[str, ...], block: int, budget: int, seqs: int, bucket: int, hbm: float | None, cap: tuple | None,
+) -> tuple[Callable[..., object], list[list[str]]]:  # fmt: skip
+    """The serving engine on the compiled platform, set up once: ``(run, groups)``.
+
+    ``run(requests, log=None)`` serves a list of requests (colocated or disaggregated,
+    routed by ``--router``, preempting by ``--preemption``) and returns the result; its
+    timers are shared across calls (a rate sweep: ``simulations`` counts since the start).
+    Checks ``--router``, ``--preemption`` and ``--disaggregate`` in one line each.
+    """
+    router = _choice(args.router, "--router", ROUTERS)
+    swap = _choice(args.preemption, "--preemption", ("recompute", "swap")) == "swap"
+    split = _split(args.disaggregate, len(xpus), tp)
+    coherent = _TIERS[",".join(tiers)][0]
+    caps = (None, None) if cap is None else (cap + (None,))[:2]
+    sides = [xpus] if split is None else [xpus[: split[0]], xpus[split[0] :]]
+    made = []
+    for side in sides:
+        groups = [side[i : i + tp] for i in range(0, len(side), tp)]
+        blocks, rate, bandwidth = kv_capacity(spec, platform, groups[0], tiers, block, hbm, *caps)
+        timers = [IterationTimer(spec, platform, g, coherent=coherent, kv_bucket=bucket) for g in groups]
+        block_bytes = kv_bytes_per_token(spec, tp) * block
+        swaps = [SwapTimer(platform, g, block_bytes) for g in groups] if swap else None
+        made.append((groups, blocks, timers, swaps, timers[0].bucket_bound(rate, bandwidth)))
+    every = [g for side in made for g in side[0]]
+    shared = None
+    if len(every) > 1:  # replicas run one by one: exact when their routes share no link
+        memories = tuple(m for t, m in (("cxl", "cxl_memory"), ("host", "host_memory")) if t in tiers)
+        memories += ("host_memory",) * (swap and "host_memory" not in memories)
+        shared = len(shared_links(topo, every, memories))  # type: ignore[arg-type]
+    transfer = KVTransferTimer(platform, kv_bytes_per_token(spec, tp)) if split else None
+    kw = dict(block_tokens=block, max_tokens=budget, max_seqs=seqs, tiers=tiers, router=router)
+
+    def finite(blocks: tuple[int, ...], requests: list) -> tuple[int, ...]:  # an unbounded tier: all at once
+        every = sum(-(-(r.prompt + r.output) // block) for r in requests)
+        return tuple(every if b < 0 else b for b in blocks)
+
+    def run(requests: list, log: object = None) -> object:
+        if split is None:
+            _, blocks, timers, swaps, bound = made[0]
+            result = fc.serve_continuous(timers, requests, finite(blocks, requests), bucket_bound_s=bound,
+                                         swaps=swaps, log=log, **kw)  # type: ignore[arg-type]  # fmt: skip
+        else:
+            (_, pb, pt, ps, pbound), (_, db, dt, ds, dbound) = made
+            result = serve_disaggregated(pt, dt, transfer, requests, finite(pb, requests), finite(db, requests),
+                                         bucket_bound_s=max(pbound, dbound), swaps=None if ps is None else (ps, ds),
+                                         log=log, **kw)  # type: ignore[arg-type]  # fmt: skip
+            result.extra.update(disaggregate=f"prefill={split[0]},decode={split[1]}")
+        if shared is not None:
+            result.extra["replicas_shared_links"] = shared
+        return result
+
+    return run, every
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim serve --scheduler continuous``; the exit status."""
     _check(args)
@@ -162,36 +292,33 @@ def main(args: argparse.Namespace) -> int:
     seqs = _positive(args.max_batch, "--max-batch", 256)
     bucket = _positive(args.kv_bucket, "--kv-bucket", 256)
     hbm = None if args.kv_hbm is None else parse_bytes(args.kv_hbm, "--kv-hbm")
-    cap = None if args.kv_tier_capacity is None else parse_bytes(args.kv_tier_capacity, "--kv-tier-capacity")
+    cap = None if args.kv_tier_capacity is None else _capacities(args.kv_tier_capacity)
     if hbm is not None and not (math.isfinite(hbm) and hbm >= 0):
         raise HcsimError(f"--kv-hbm {args.kv_hbm!r} is invalid (valid: a finite size >= 0, e.g. 1GiB)")
-    if cap is not None and not cap >= 0:
+    if cap is not None and not all(c >= 0 for c in cap):
         raise HcsimError(f"--kv-tier-capacity {args.kv_tier_capacity!r} is invalid (valid: a size >= 0 or inf)")
     if cap is not None and len(tiers) == 1:
         raise HcsimError("--kv-tier-capacity applies to a second tier (valid: --kv-cache hbm,cxl or hbm,host)")
-    coherent = _TIERS[",".join(tiers)][0]
-    if tiers[-1] == "cxl" and args.system != "cxl":
-        raise HcsimError(f"--kv-cache hbm,cxl needs a coherent CXL system (valid: --system cxl; '{args.system}' "
-                         "can use hbm,host)")  # fmt: skip
+    if cap is not None and len(cap) > len(tiers) - 1:
+        raise HcsimError(f"--kv-tier-capacity {args.kv_tier_capacity!r} gives {len(cap)} capacities for "
+                         f"{len(tiers) - 1} tier(s) beyond HBM (valid: one per tier, comma-separated)")  # fmt: skip
+    if "cxl" in tiers and args.system != "cxl":
+        raise HcsimError(f"--kv-cache {','.join(tiers)} needs a coherent CXL system (valid: --system cxl; "
+                         f"'{args.system}' can use hbm,host)")  # fmt: skip
     spec = load_model(args.model)
     if spec.sliding_window:
         raise HcsimError(f"{spec.name} has sliding-window attention, which continuous batching does not model yet "
                          "(valid: a model without one)")  # fmt: skip
     requests = fc.synthetic_requests(args.requests, args.rate, prompt, output, args.seed)
+    requests = _with_prefix(args, requests)
     topo = build_topology(args)
     with tempfile.TemporaryDirectory() as tmp:
         platform = os.path.join(tmp, "p.xml")
         compile_platform(topo, platform)
         xpus = platform_xpus(platform)
         tp = check_inference(spec, len(xpus), batch=1, context=1, tp=args.tp)
-        groups = [xpus[i : i + tp] for i in range(0, len(xpus), tp)]
-        hbm_blocks, remote, rate, bandwidth = kv_capacity(spec, platform, groups[0], tiers, block, hbm, cap)
-        if remote < 0:  # an unbounded tier: as many blocks as every request could hold at once
-            remote = sum(-(-(r.prompt + r.output) // block) for r in requests)
-        timers = [IterationTimer(spec, platform, g, coherent=coherent, kv_bucket=bucket) for g in groups]
-        result = fc.serve_continuous(timers, requests, (hbm_blocks, remote), block_tokens=block, max_tokens=budget,
-                                     max_seqs=seqs, bucket_bound_s=timers[0].bucket_bound(rate, bandwidth),
-                                     tiers=tiers)  # fmt: skip
+        run, groups = engine(args, spec, platform, topo, xpus, tp, tiers, block, budget, seqs, bucket, hbm, cap)
+        result = run(requests)
     result.extra.update(model=spec.name, system=args.system, xpus=len(xpus), tp=tp, replicas=len(groups),
                         kv_cache=",".join(tiers), block_tokens=block, max_tokens=budget, max_seqs=seqs,
                         kv_bucket_tokens=bucket, rate_per_s=args.rate, seed=args.seed)  # fmt: skip

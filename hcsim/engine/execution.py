@@ -198,7 +198,10 @@ class Execution:
         shared: dict[tuple, tuple[CommStrategy, FlowPlan, tuple[list[Any], list[Any]]]] = {}
         for i, d in enumerate(data):
             if d["type"] == "compute":
-                self.compute_plan[i] = self._compute_plan(d, all_hosts, placed.get(names[i]), coherent)
+                # a vertex may say how its remote data is reached (a copied-in tier of a coherent run)
+                self.compute_plan[i] = self._compute_plan(
+                    d, all_hosts, placed.get(names[i]), d.get("coherent", coherent)
+                )
             else:
                 strategy = next(s for s in strategies if s.handles(d))
                 key = (id(strategy), d["kind"], d["algorithm"], tuple(d["scope"]), d["bytes"], d.get("group"))

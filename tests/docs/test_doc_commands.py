@@ -58,6 +58,7 @@ HOW: dict[str, str] = {
     "python experiments/bench_engine.py --system cxl --xpus 256 --bytes 256MiB --iterations 2": BENCH,
     "python experiments/bench_scale.py": BENCH,
     "python experiments/bench_scale.py --one cxl:1024:H100:fast": "fast",
+    "python experiments/bench_serve_engine.py --all-options": BENCH,
     "python experiments/bench_parallel.py": BENCH,
     "python experiments/bench_parallel.py --rows llama --dp 4": "slow",
     "python experiments/bench_parallel.py --mode exact": BENCH,
@@ -122,6 +123,9 @@ HOW: dict[str, str] = {
     "hcsim serve --gpu p4 --rate 2000/s --servers 2 --dispatch jsq --max-batch 16 --requests 200000": "fast",
     "hcsim serve --alpha 0.5ms --tau0 2ms --rho 0.5": "fast",
     "python experiments/inference_latency.py [--quick]": "slow",
+    "hcsim serve --model llama3-8b --system cxl --xpus 16 --servers-per-rack 1 --mix H100+A100 --tp 8 --scheduler "
+    "continuous --disaggregate prefill=8,decode=8 --router least_tokens --kv-cache hbm,cxl,host --preemption swap "
+    "--shared-prefix 256:4 --rate 20/s --requests 500 --prompt-tokens 512 --output-tokens 128 --json": "slow",
     # docs/sweeps.md
     "hcsim sweep examples/sweeps/allreduce.yaml --executor dask -j 2": "slow",
     "hcsim sweep examples/sweeps/allreduce.yaml --executor dask --scheduler tcp://head:8786": "not run here: it "

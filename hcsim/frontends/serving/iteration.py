@@ -48,12 +48,15 @@ _ATTN = ("norm1", "attn.qkv", "attn.core", "attn.out")
 class IterationShape:
     """What one iteration computes: ``decodes`` decode requests whose attention reads ``kv_hbm``
     KV tokens (summed over them) from HBM and ``kv_remote`` from the second tier, and prefill
-    ``chunks`` ``(tokens, prior KV tokens in HBM, prior KV tokens remote)``, sorted."""
+    ``chunks`` ``(tokens, prior KV tokens in HBM, prior KV tokens remote)``, sorted; with a
+    third tier (host DRAM behind CXL), ``kv_host`` decode KV tokens there and each chunk's
+    4th entry its prior KV tokens there."""
 
     decodes: int
     kv_hbm: int
     kv_remote: int
-    chunks: tuple[tuple[int, int, int], ...] = ()
+    chunks: tuple[tuple[int, ...], ...] = ()
+    kv_host: int = 0
 
     @property
     def tokens(self) -> int:
@@ -71,12 +74,12 @@ def kv_bytes_per_token(spec: TransformerSpec, tp: int) -> int:
     return 2 * kv_heads_per_rank(spec, tp) * spec.head_dim * spec.bytes_per_value * spec.layers
 
 
-def _attention_ops(spec: TransformerSpec, shape: IterationShape, tp: int) -> list[tuple[Operator, bool]]:
-    """The iteration's attention kernels on one rank, each with whether its data is remote."""
+def _attention_ops(spec: TransformerSpec, shape: IterationShape, tp: int) -> list[tuple[Operator, str]]:
+    """The iteration's attention kernels on one rank, each with its data's tier ("" local, "remote", "host")."""
     b, d = spec.bytes_per_value, spec.head_dim
     q, kv = spec.q_dim // tp, kv_heads_per_rank(spec, tp) * d
     heads = spec.heads // tp
-    out: list[tuple[Operator, bool]] = []
+    out: list[tuple[Operator, str]] = []
     n = shape.decodes
     if n:
         kv_read = 2.0 * shape.kv_hbm * kv * b
@@ -85,19 +88,20 @@ def _attention_ops(spec: TransformerSpec, shape: IterationShape, tp: int) -> lis
         op = Operator("attn.decode", "attention", 4.0 * shape.kv_hbm * q, 0.0, nbytes, 0.0, 0, 0.0,
                       kv_cache_bytes=kv_read, attention=(n, 1, mean_kv, heads, d, False))  # fmt: skip
         out.append((op, False))
-    remote_tokens = shape.kv_remote + sum(c[2] for c in shape.chunks)
-    if remote_tokens:
-        flops = 4.0 * q * (shape.kv_remote + sum(t * r for t, _, r in shape.chunks))
-        kv_read = 2.0 * remote_tokens * kv * b
-        op = Operator("attn.remote", "attention", flops, 0.0, kv_read, 0.0, 0, 0.0, kv_cache_bytes=kv_read)
-        out.append((op, True))
-    for j, (t, prior, _) in enumerate(shape.chunks):
+    for name, col, decode_tokens in (("remote", 2, shape.kv_remote), ("host", 3, shape.kv_host)):
+        tokens = decode_tokens + sum(c[col] for c in shape.chunks if len(c) > col)
+        if tokens:
+            flops = 4.0 * q * (decode_tokens + sum(c[0] * c[col] for c in shape.chunks if len(c) > col))
+            kv_read = 2.0 * tokens * kv * b
+            op = Operator(f"attn.{name}", "attention", flops, 0.0, kv_read, 0.0, 0, 0.0, kv_cache_bytes=kv_read)
+            out.append((op, name))
+    for j, (t, prior, *_) in enumerate(shape.chunks):
         ctx = prior + t
         kv_read = 2.0 * prior * kv * b  # the chunk attends to the KV its earlier chunks wrote
         nbytes = kv_read + b * t * (2 * q + 2 * kv)
         op = Operator(f"attn.prefill{j}", "attention", 4.0 * t * ctx * q, 0.0, nbytes, 0.0, 0, 0.0,
                       kv_cache_bytes=kv_read, attention=(1, t, ctx, heads, d, True))  # fmt: skip
-        out.append((op, False))
+        out.append((op, ""))
     return out
 
 
@@ -119,8 +123,10 @@ def iteration_graph(
     w.graph.update(name=f"{spec.name}-iteration", model=spec.name, phase="iteration", tp=tp, ranks=list(group))
     last: dict[str, str | None] = {x: None for x in group}
 
-    def compute(x: str, name: str, op: Operator, remote: bool = False) -> None:
-        extra: dict[str, Any] = {"kv_tier": "remote"} if remote else {}
+    def compute(x: str, name: str, op: Operator, remote: str = "") -> None:
+        extra: dict[str, Any] = {"kv_tier": remote} if remote else {}
+        if remote == "host":  # the third tier is copied in over PCIe even on a coherent system
+            extra["coherent"] = False
         if calibration is not None:
             extra["seconds"] = vertex_seconds([(op, "fwd")], precision, calibration)
         v = f"{x}.{name}"
@@ -168,11 +174,17 @@ def iteration_graph(
 
 
 def _kv_tiers(xpu: Any, vertices: list[tuple[str, dict]], coherent: bool) -> dict[str, str | None]:
-    """Placement: weights and HBM KV local; second-tier KV in the XPU's CXL memory (coherent) or host DRAM."""
+    """Placement: weights and HBM KV local; second-tier KV in the XPU's CXL memory (coherent) or host DRAM;
+    third-tier KV in its host DRAM."""
     remote = xpu.remote(coherent)
     out: dict[str, str | None] = {}
     for name, data in vertices:
-        if data.get("kv_tier") == "remote":
+        if data.get("kv_tier") == "host":
+            if xpu.host_memory is None:
+                raise HcsimError(f"XPU '{xpu.name}' has no host_memory to hold the KV cache's third tier "
+                                 "(valid: --kv-cache hbm,cxl, or a system whose XPUs have one)")  # fmt: skip
+            out[name] = xpu.host_memory
+        elif data.get("kv_tier") == "remote":
             if remote is None:
                 tier = "cxl_memory" if coherent else "host_memory"
                 raise HcsimError(f"XPU '{xpu.name}' has no {tier} to hold the KV cache's second tier "
@@ -204,7 +216,10 @@ class IterationTimer:
     share: nondecreasing in the bytes); the bound there is measured, not assumed: each
     remote bucket used is also simulated one bucket lower, and :attr:`remote_gap`, the
     largest T(top) - T(top - W), bounds the rounding (the exact KV lies above top - W). The
-    two add: an iteration is at most ``bucket_bound + remote_gap`` longer.
+    third tier's total likewise, its gap measured with the second tier one bucket lower, so
+    T(top, top) - T(top - W, top - W) is the sum of the two gaps, and :attr:`remote_gap`
+    adds the largest of each. The bounds add: an iteration is at most ``bucket_bound +
+    remote_gap`` longer.
     """
 
     def __init__(
@@ -228,6 +243,7 @@ class IterationTimer:
         self.coherent, self.calibration, self.kv_bucket, self.memoize = coherent, calibration, kv_bucket, memoize
         self.memo: dict[IterationShape, float] = {}
         self.gaps: dict[IterationShape, float] = {}
+        self.host_gaps: dict[IterationShape, float] = {}
         self.simulations = 0
         self.lookups = 0
 
@@ -236,7 +252,8 @@ class IterationTimer:
         w = self.kv_bucket
         if w == 1:
             return shape
-        return IterationShape(shape.decodes, -(-shape.kv_hbm // w) * w, -(-shape.kv_remote // w) * w, shape.chunks)
+        kv_hbm, kv_remote = -(-shape.kv_hbm // w) * w, -(-shape.kv_remote // w) * w
+        return IterationShape(shape.decodes, kv_hbm, kv_remote, shape.chunks, -(-shape.kv_host // w) * w)
 
     def seconds(self, shape: IterationShape) -> float:
         """The iteration's time in SimGrid (memoized by :meth:`key`); a new remote bucket measures its gap."""
@@ -244,8 +261,13 @@ class IterationTimer:
         key = self.key(shape)
         t = self._time(key)
         if key.kv_remote and self.kv_bucket > 1 and key not in self.gaps:
-            lower = IterationShape(key.decodes, key.kv_hbm, key.kv_remote - self.kv_bucket, key.chunks)
+            lower = IterationShape(key.decodes, key.kv_hbm, key.kv_remote - self.kv_bucket, key.chunks, key.kv_host)
             self.gaps[key] = t - self._time(lower)
+        if key.kv_host and self.kv_bucket > 1 and key not in self.host_gaps:  # at the remote gap's lower end
+            w, remote = self.kv_bucket, max(0, key.kv_remote - self.kv_bucket)
+            top = IterationShape(key.decodes, key.kv_hbm, remote, key.chunks, key.kv_host)
+            lower = IterationShape(key.decodes, key.kv_hbm, remote, key.chunks, key.kv_host - w)
+            self.host_gaps[key] = self._time(top) - self._time(lower)
         return t
 
     def _time(self, key: IterationShape) -> float:
@@ -258,8 +280,9 @@ class IterationTimer:
 
     @property
     def remote_gap(self) -> float:
-        """Largest T(bucket's top) - T(previous bucket's top) over the remote buckets used (0 if none)."""
-        return max(self.gaps.values(), default=0.0)
+        """Largest T(bucket's top) - T(previous bucket's top) over the remote buckets used (0 if none), plus the
+        same over the third tier's buckets."""
+        return max(self.gaps.values(), default=0.0) + max(self.host_gaps.values(), default=0.0)
 
     def simulate(self, shape: IterationShape) -> float:
         """One SimGrid run of the shape's graph (no memo)."""
