@@ -37,7 +37,9 @@ from hcsim.workload.models.spec import load_model
 MODEL = "llama3-8b"
 SLO_TEXT = "ttft=1s,tpot=50ms"
 BLOCK = 16
-CXL_VARIANTS = [("128GBps", "200ns"), ("64GBps", "200ns"), ("32GBps", "200ns"), ("128GBps", "1us")]
+CXL_VARIANTS = [("128GBps", "200ns"), ("32GBps", "200ns"), ("128GBps", "2us")]
+RATES = {1024: [8.0, 16.0], 4096: [2.0, 4.0]}
+"""Request rates per prompt length: about half and about the HBM-only capacity at that length."""
 
 
 def configs(quick: bool) -> list[dict]:
@@ -52,8 +54,11 @@ def configs(quick: bool) -> list[dict]:
     return out
 
 
-def run_config(cfg: dict, rates: list[float], requests: int, output: int, kv_hbm: str, bucket: int) -> list[dict]:
+def run_config(
+    cfg: dict, rates: list[float] | None, requests: int, output: int, kv_hbm: str, bucket: int
+) -> list[dict]:
     """Every rate of one config on one replica (the timer, hence its memo, shared across the rates)."""
+    rates = rates or RATES[cfg["prompt"]]
     spec = load_model(MODEL)
     slo = parse_slo(SLO_TEXT)
     bw, lat = cfg["cxl"]
@@ -111,20 +116,19 @@ def table(rows: list[dict], prompt: int, key: str, fmt: str) -> list[str]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="one context, two rates, one CXL link")
-    p.add_argument("--rates", default=None, help="comma-separated request rates per second")
-    p.add_argument("--requests", type=int, default=None, help="requests per point (default 300, quick 100)")
+    p.add_argument("--quick", action="store_true", help="one context, one rate, one CXL link")
+    p.add_argument("--rates", default=None, help="comma-separated request rates per second (default: RATES)")
+    p.add_argument("--requests", type=int, default=None, help="requests per point (default 80, quick 40)")
     p.add_argument("--output-tokens", type=int, default=128)
     p.add_argument("--kv-hbm", default="2GiB", help="HBM for KV per XPU (default 2GiB)")
-    p.add_argument("--kv-bucket", type=int, default=1024, help="memo bucket of decode KV tokens (1 exact)")
+    p.add_argument("--kv-bucket", type=int, default=4096, help="memo bucket of decode KV tokens (1 exact)")
     p.add_argument("-j", "--jobs", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--out", default="results")
     p.add_argument("--page", default="docs/results/llm-serving.md")
     p.add_argument("--figure", default="docs/llm_serving.png")
     args = p.parse_args()
-    rates = [float(x) for x in args.rates.split(",")] if args.rates else ([2.0, 8.0] if args.quick else
-                                                                           [1.0, 2.0, 4.0, 8.0])  # fmt: skip
-    requests = args.requests or (100 if args.quick else 300)
+    rates = [float(x) for x in args.rates.split(",")] if args.rates else ([16.0] if args.quick else None)
+    requests = args.requests or (40 if args.quick else 80)
     grid = configs(args.quick)
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -165,7 +169,7 @@ def figure(rows: list[dict], path: str) -> None:
     save_figure(fig, path, dpi=120)
 
 
-def page(rows: list[dict], args: argparse.Namespace, rates: list[float], requests: int, wall: float) -> None:
+def page(rows: list[dict], args: argparse.Namespace, rates: list[float] | None, requests: int, wall: float) -> None:
     slo = parse_slo(SLO_TEXT)
     prompts = sorted({r["prompt_tokens"] for r in rows})
     cmd = "python experiments/llm_serving_study.py" + (" --quick" if args.quick else "")

@@ -263,8 +263,9 @@ def main(args: argparse.Namespace) -> int:
             if remote < 0:  # an unbounded tier: as many blocks as every request could hold at once
                 blocks = sum(-(-(q.prompt + q.output) // block) for q in requests)
             horizon = max(q.arrival for q in requests)
-            bar = progress_bar(round(horizon * len(groups), 3), f"serving at {r:g}/s" if r else "serving", "sim s",
-                               show=show)  # fmt: skip
+            bar = progress_bar(horizon * len(groups), f"serving at {r:g}/s" if r else "serving", "sim s", show=show,
+                               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.4g}/{total:.4g} simulated s "
+                               "[{elapsed}<{remaining}]")  # fmt: skip
             log = _ProgressLog(bar, horizon) if (args.timeline or not bar.disable) else None
             result = fc.serve_continuous(timers, requests, (hbm_blocks, blocks), block_tokens=block,
                                          max_tokens=budget, max_seqs=seqs, log=log, tiers=tiers,

@@ -247,3 +247,11 @@ def test_dynamic_batching_refuses_the_continuous_flags():
     assert_refused(run_here(*base, "--rate", "5/s", "--slo", "ttft=1s"), "--slo applies to --scheduler continuous")
     assert_refused(run_here(*base, "--rate", "5/s", "--output-tokens", "1:5"), "--output-tokens '1:5' is invalid")
     assert_refused(run_here(*base), "one of the arguments --rho --rate is required")
+
+
+def test_the_progress_bar_shows_when_asked_and_changes_nothing(tiny):
+    quiet = run_here(*tiny, "--rate", "500/s", "--json")
+    shown = run_here(*tiny, "--rate", "500/s", "--json", "--progress")
+    assert quiet[0] == shown[0] == 0
+    assert quiet[2] == "" and "serving at 500/s" in shown[2] and "simulated s" in shown[2]
+    assert shown[1] == quiet[1]
