@@ -231,8 +231,9 @@ def main(args: argparse.Namespace) -> int:
         interval = parse_time(args.series_interval, "--series-interval")
         if not (math.isfinite(interval) and interval > 0):
             raise HcsimError(f"--series-interval {args.series_interval!r} is invalid (valid: a duration > 0)")
-    if args.arrival_cv is not None and not (math.isfinite(args.arrival_cv) and 0 <= args.arrival_cv <= 100):
-        raise HcsimError(f"--arrival-cv {args.arrival_cv!r} is invalid (valid: a number from 0 to 100; 1 is Poisson)")
+    if args.arrival_cv is not None and not (args.arrival_cv == 0 or 0.001 <= args.arrival_cv <= 100):
+        raise HcsimError(f"--arrival-cv {args.arrival_cv!r} is invalid (valid: 0, or a number from 0.001 to 100; "
+                         "1 is Poisson)")  # fmt: skip
     coherent = _TIERS[",".join(tiers)][0]
     if tiers[-1] == "cxl" and args.system != "cxl":
         raise HcsimError(f"--kv-cache hbm,cxl needs a coherent CXL system (valid: --system cxl; '{args.system}' "

@@ -72,6 +72,12 @@ def test_gamma_arrivals_have_the_asked_rate_and_coefficient_of_variation(cv):
     assert np.all(np.diff(t) >= 0)
 
 
+def test_a_cv_too_small_for_a_gamma_is_refused():
+    for cv in (1e-4, 5e-324, -1.0, math.nan, math.inf, 101.0):
+        with pytest.raises(HcsimError, match="--arrival-cv .* is invalid"):
+            ft.synthetic_requests(3, 1.0, ft.Lengths("fixed", 8, 8), ft.Lengths("fixed", 4, 4), cv=cv)
+
+
 def test_zero_cv_is_evenly_spaced_and_the_stream_is_seeded():
     reqs = ft.synthetic_requests(10, 4.0, ft.Lengths("fixed", 8, 8), ft.Lengths("fixed", 4, 4), cv=0.0)
     assert [r.arrival for r in reqs] == pytest.approx([0.25 * (i + 1) for i in range(10)])
@@ -99,7 +105,7 @@ def test_lognormal_lengths_have_their_median_and_are_clipped():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.floats(0.05, 50.0), st.integers(3, 40), st.floats(0.0, 5.0))
+@given(st.floats(0.05, 50.0), st.integers(3, 40), st.one_of(st.just(0.0), st.floats(0.001, 5.0)))
 def test_rescale_hits_the_rate_and_keeps_order_and_lengths(rate, n, cv):
     reqs = ft.synthetic_requests(n, 3.0, ft.Lengths("uniform", 1, 9), ft.Lengths("fixed", 2, 2), seed=n, cv=cv)
     if reqs[-1].arrival - reqs[0].arrival <= 0:

@@ -144,8 +144,8 @@ def synthetic_requests(
 
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise HcsimError(f"--requests {count!r} is invalid (valid: an integer >= 1)")
-    if not (isinstance(cv, int | float) and math.isfinite(cv) and 0 <= cv <= 100):
-        raise HcsimError(f"--arrival-cv {cv!r} is invalid (valid: a number from 0 to 100; 1 is Poisson)")
+    if not (isinstance(cv, int | float) and (cv == 0 or 0.001 <= cv <= 100)):
+        raise HcsimError(f"--arrival-cv {cv!r} is invalid (valid: 0, or a number from 0.001 to 100; 1 is Poisson)")
     if cv == 1 and prompt.legacy() is not None and output.legacy() is not None:
         return _poisson_requests(count, rate, prompt.legacy(), output.legacy(), seed)
     if cv == 1:
