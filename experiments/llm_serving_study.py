@@ -12,7 +12,7 @@ in SimGrid (hcsim.frontends.serving); goodput follows DistServe (hcsim.frontends
 Writes docs/results/llm-serving.md (tables from this run), docs/llm_serving.png and
 results/llm_serving.csv.
 
-    python experiments/llm_serving_study.py            # the default grid, a few minutes on 2 cores
+    python experiments/llm_serving_study.py            # the default grid (20 points: 30 min at load ~20 here)
     python experiments/llm_serving_study.py --quick    # one context, two rates (CI)
 """
 
