@@ -21,7 +21,7 @@ from typing import Any
 from hcsim.errors import HcsimError
 from hcsim.units import parse_rate
 
-__all__ = ["DeprecatedAlias", "rate_type"]
+__all__ = ["DeprecatedAlias", "int_or_text", "rate_list_type", "rate_type"]
 
 
 def rate_type(what: str, per: str) -> Callable[[str], float]:
@@ -38,6 +38,33 @@ def rate_type(what: str, per: str) -> Callable[[str], float]:
 
     convert.__name__ = "rate"
     return convert
+
+
+def rate_list_type(what: str, per: str) -> Callable[[str], float | tuple[float, ...]]:
+    """:func:`rate_type`, or a tuple of rates for a list (``5,10,20/s``: a unit on the last applies to all).
+
+    A single rate is the float :func:`rate_type` gives; the command refuses a list where it
+    takes one rate.
+    """
+    one = rate_type(what, per)
+
+    def convert(text: str) -> float | tuple[float, ...]:
+        parts = [p.strip() for p in str(text).split(",")]
+        if len(parts) == 1:
+            return one(parts[0])
+        unit = parts[-1][parts[-1].find("/") :] if "/" in parts[-1] else ""
+        return tuple(one(p if "/" in p or not unit else p + unit) for p in parts)
+
+    convert.__name__ = "rate"
+    return convert
+
+
+def int_or_text(text: str) -> int | str:
+    """An integer flag that may also take a text form (a distribution): the int when it is one."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 class DeprecatedAlias(argparse.Action):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from hcsim.cli.flags import DeprecatedAlias, rate_type
+from hcsim.cli.flags import DeprecatedAlias, int_or_text, rate_list_type, rate_type
 
 __all__ = [
     "KINDS",
@@ -346,14 +346,15 @@ def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
     gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
     _add_serve_model_options(qu, gpu)  # --model --system --xpus --tp --context
     qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
-    load = qu.add_mutually_exclusive_group(required=True)
+    load = qu.add_mutually_exclusive_group()  # one is required, but continuous --trace may replay without --rate
     load.add_argument(
         "--rho", type=float, help="load per server, lambda * alpha (dimensionless, < 1; --model: lambda / capacity)"
     )
     load.add_argument(
         "--rate",
-        type=rate_type("--rate", per="s"),
-        help="total arrival rate of requests, e.g. 6000/s or 360000/min (bare number: per second)",
+        type=rate_list_type("--rate", per="s"),
+        help="total arrival rate of requests, e.g. 6000/s or 360000/min (bare number: per second); continuous: "
+        "a list 5,10,20/s sweeps the rates",
     )
     qu.add_argument("--max-batch", type=int, help="largest batch, in requests (default: unlimited)")
     qu.add_argument(
@@ -413,6 +414,19 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
         "--shared-prefix",
         help="TOKENS[:GROUPS]: prompts start with one of GROUPS shared prefixes (request i: i mod GROUPS), cached",
     )
+    t = s.add_argument_group("continuous batching: traces, SLOs and outputs over time (docs/serving.md)")
+    t.add_argument(
+        "--arrival-cv",
+        type=float,
+        help="coefficient of variation of the gaps between arrivals: 1 Poisson (default), > 1 bursty (gamma), 0 even",
+    )
+    t.add_argument("--trace", help="replay a request trace (Azure LLM inference CSV, BurstGPT CSV)")
+    t.add_argument("--trace-format", help="the trace's format: azure or burstgpt (default: from its header)")
+    t.add_argument("--slo", help="service levels, e.g. ttft=0.5s,tpot=50ms: SLO attainment and goodput")
+    t.add_argument("--slo-attainment", type=float, help="fraction of requests a rate must serve within --slo (0.9)")
+    t.add_argument("--timeline", action="store_true", help="with --out: series.csv (KV, tier traffic), iterations.json")
+    t.add_argument("--series-interval", help="bin of series.csv, e.g. 100ms (default 1s)")
+    t.add_argument("--plots", action="store_true", help="with --out: latency_cdf.png; a sweep: goodput_vs_rate.png")
 
 
 def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._MutuallyExclusiveGroup) -> None:
@@ -429,7 +443,11 @@ def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._Mutua
     )
     g.add_argument("--tp", type=int, help="tensor-parallel degree: a server is a group of tp XPUs (default all)")
     g.add_argument("--context", type=int, help="prompt length of a request (tokens)")
-    g.add_argument("--output-tokens", type=int, default=128, help="tokens a request generates (default 128)")
+    g.add_argument(
+        "--output-tokens",
+        type=int_or_text,
+        help="tokens a request generates (default 128); continuous: also LOW:HIGH, zipf:..., lognormal:...",
+    )
     for hidden in ("--cxl-bandwidth", "--cxl-latency", "--link-bandwidth", "--link-latency"):
         g.add_argument(hidden, help=argparse.SUPPRESS)
     g.add_argument("--hosts-per-leaf", type=int, help=argparse.SUPPRESS)

@@ -93,6 +93,22 @@ def _check_continuous_flags(args: argparse.Namespace) -> None:
             raise HcsimError(f"{flag} applies to --scheduler continuous only (valid: add it, or drop {flag})")
     if getattr(args, "json", False):
         raise HcsimError("--json applies to --scheduler continuous only (valid: add it, or drop --json)")
+    for key in ("arrival_cv", "trace", "trace_format", "slo", "slo_attainment", "series_interval"):
+        if getattr(args, key, None) is not None:
+            flag = f"--{key.replace('_', '-')}"
+            raise HcsimError(f"{flag} applies to --scheduler continuous only (valid: add it, or drop {flag})")
+    for key in ("timeline", "plots"):
+        if getattr(args, key, False):
+            raise HcsimError(f"--{key} applies to --scheduler continuous only (valid: add it, or drop --{key})")
+    if args.rho is None and args.rate is None:
+        raise HcsimError("one of the arguments --rho --rate is required (see 'hcsim serve --help')")
+    if isinstance(args.rate, tuple):
+        raise HcsimError("--rate with a list of rates applies to --scheduler continuous only (valid: one rate)")
+    if args.output_tokens is None:
+        args.output_tokens = 128  # the default of dynamic batching (continuous has its own)
+    if isinstance(args.output_tokens, str):
+        raise HcsimError(f"--output-tokens {args.output_tokens!r} is invalid (valid: an integer from 0 to "
+                         f"{MAX_TOKENS:,}; distributions apply to --scheduler continuous)")  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:

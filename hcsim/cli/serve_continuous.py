@@ -25,14 +25,17 @@ from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
 from hcsim.files import check_outputs
 from hcsim.frontends.serving import continuous as fc
+from hcsim.frontends.serving import traces as ft
 from hcsim.frontends.serving.disaggregated import serve_disaggregated
 from hcsim.frontends.serving.iteration import IterationTimer, kv_bytes_per_token
 from hcsim.frontends.serving.router import ROUTERS
 from hcsim.frontends.serving.sharing import shared_links
+from hcsim.frontends.serving.slo import max_goodput_rate, parse_slo, slo_summary
 from hcsim.frontends.serving.transfers import KVTransferTimer, SwapTimer
 from hcsim.outputs import json_text
 from hcsim.platform import compile_platform
-from hcsim.units import parse_bytes
+from hcsim.progress import progress_bar
+from hcsim.units import parse_bytes, parse_time
 from hcsim.workload.models.inference import check_inference
 from hcsim.workload.models.ops import block_operators, embedding_operators, head_operators
 from hcsim.workload.models.spec import load_model
@@ -55,23 +58,6 @@ def _tiers(value: str) -> tuple[str, ...]:
         raise HcsimError(f"--kv-cache {value!r} is invalid (valid: hbm, hbm,cxl (coherent, read in place), "
                          "hbm,host (non-coherent, copied in), hbm,cxl,host (both, in that order))")  # fmt: skip
     return tuple(key.split(","))
-
-
-def _lengths(value: str | int, flag: str) -> int | tuple[int, int]:
-    text = str(value).strip()
-    try:
-        if ":" in text:
-            low, high = (int(v) for v in text.split(":", 1))
-            if not 1 <= low <= high <= MAX_TOKENS:
-                raise ValueError
-            return (low, high) if low != high else low
-        n = int(text)
-        if not 1 <= n <= MAX_TOKENS:
-            raise ValueError
-        return n
-    except ValueError:
-        raise HcsimError(f"{flag} {text!r} is invalid (valid: an integer from 1 to {MAX_TOKENS}, or LOW:HIGH, "
-                         "1 <= LOW <= HIGH, uniform)") from None  # fmt: skip
 
 
 def _positive(value: int | None, flag: str, default: int) -> int:
@@ -152,8 +138,14 @@ def _check(args: argparse.Namespace) -> None:
         raise HcsimError("--scheduler continuous needs --model (a preset such as llama3-8b, or a config.json)")
     if args.system is None:
         raise HcsimError("--scheduler continuous needs --system (e.g. --system cxl --xpus 8)")
-    if args.rate is None or not (math.isfinite(args.rate) and args.rate > 0):
-        raise HcsimError(f"--rate {args.rate!r} is invalid (valid: a finite rate > 0, e.g. 20/s)")
+    rates = args.rate if isinstance(args.rate, tuple) else (args.rate,)
+    if args.rate is None and args.trace is None:
+        raise HcsimError("--rate None is invalid (valid: a finite rate > 0, e.g. 20/s; or --trace FILE)")
+    for r in rates if args.rate is not None else ():
+        if not (math.isfinite(r) and r > 0):
+            raise HcsimError(f"--rate {r!r} is invalid (valid: a finite rate > 0, e.g. 20/s)")
+    if len(set(rates)) != len(rates):
+        raise HcsimError("--rate lists a rate twice (valid: distinct rates, e.g. 5,10,20/s)")
     if not 1 <= args.requests <= MAX_REQUESTS:
         raise HcsimError(f"--requests {args.requests} is invalid (valid: an integer from 1 to {MAX_REQUESTS:,})")
     if not 0 <= args.seed <= 2**63 - 1:
@@ -162,11 +154,73 @@ def _check(args: argparse.Namespace) -> None:
         raise HcsimError("--servers does not apply to --scheduler continuous (valid: replicas are --xpus/--tp)")
     if args.tp is not None and not 1 <= args.tp <= 4096:
         raise HcsimError(f"--tp {args.tp} is invalid (valid: an integer from 1 to 4096, XPUs per TP group)")
-    model = {"--model": args.model} if os.path.isfile(args.model) else {}
-    check_outputs(dirs={"--out": args.out}, inputs=model)
+    if args.trace is not None:
+        for flag, v in (("--prompt-tokens", args.prompt_tokens), ("--output-tokens", args.output_tokens),
+                        ("--arrival-cv", args.arrival_cv)):  # fmt: skip
+            if v is not None:
+                raise HcsimError(f"{flag} applies to synthetic requests (valid: drop it with --trace, whose rows "
+                                 "give the lengths and times)")  # fmt: skip
+    elif args.trace_format is not None:
+        raise HcsimError("--trace-format applies with --trace (valid: add --trace FILE, or drop it)")
+    if args.slo is None and args.slo_attainment is not None:
+        raise HcsimError("--slo-attainment applies with --slo (valid: add --slo ttft=...,tpot=..., or drop it)")
+    if args.series_interval is not None and not args.timeline:
+        raise HcsimError("--series-interval applies with --timeline (valid: add --timeline, or drop it)")
+    for flag, on in (("--timeline", args.timeline), ("--plots", args.plots)):
+        if on and args.out is None:
+            raise HcsimError(f"{flag} writes files into --out (valid: add --out DIR)")
+    inputs = {"--model": args.model} if os.path.isfile(args.model) else {}
+    if args.trace is not None:
+        inputs["--trace"] = args.trace
+    check_outputs(dirs={"--out": args.out}, inputs=inputs)
     if args.out is not None:
-        names = ("requests.csv", "summary.json")
-        check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in names}, inputs=model)
+        check_outputs(files={f"--out ({n})": os.path.join(args.out, n) for n in _out_names(args, rates)},
+                      inputs=inputs)  # fmt: skip
+
+
+def _out_names(args: argparse.Namespace, rates: tuple) -> list[str]:
+    """Every file ``--out`` gets: per run requests.csv, summary.json (+ timeline, plot); a sweep's table."""
+    run = ["requests.csv", "summary.json"]
+    if args.timeline:
+        run += ["series.csv", "iterations.json"]
+    if args.plots:
+        run.append("latency_cdf.png")
+    if len(rates) == 1:
+        return run
+    names = [os.path.join(_point_dir(r), n) for r in rates for n in run]
+    return [*names, "sweep.csv", "summary.json", *(["goodput_vs_rate.png"] if args.plots else [])]
+
+
+def _point_dir(rate: float) -> str:
+    return f"rate_{rate:g}"
+
+
+class _ProgressLog(list):
+    """The iteration log, advancing a progress bar by simulated time (seconds up to the last arrival, per replica)."""
+
+    def __init__(self, bar: object, horizon: float) -> None:
+        super().__init__()
+        self.bar, self.horizon, self.done = bar, horizon, {}
+
+    def append(self, entry: tuple) -> None:  # type: ignore[override]
+        super().append(entry)
+        replica, start, dt, _, m = entry
+        now = min(start + dt * m, self.horizon)
+        step = now - self.done.get(replica, 0.0)
+        if step > 0:
+            self.done[replica] = now
+            self.bar.update(step)
+
+
+def _requests(args: argparse.Namespace, rate: float | None, trace: list | None) -> list:
+    from hcsim.frontends.serving import traces as ft
+
+    if trace is not None:
+        return trace if rate is None else ft.rescale(trace, rate)
+    prompt = ft.parse_lengths(args.prompt_tokens if args.prompt_tokens is not None else 512, "--prompt-tokens")
+    output = ft.parse_lengths(args.output_tokens if args.output_tokens is not None else 128, "--output-tokens")
+    cv = 1.0 if args.arrival_cv is None else args.arrival_cv
+    return ft.synthetic_requests(args.requests, rate, prompt, output, args.seed, cv)
 
 
 def _capacities(value: str) -> tuple[float, ...]:
@@ -285,8 +339,7 @@ def main(args: argparse.Namespace) -> int:
     """Run ``hcsim serve --scheduler continuous``; the exit status."""
     _check(args)
     tiers = _tiers(args.kv_cache or "hbm")
-    prompt = _lengths(args.prompt_tokens if args.prompt_tokens is not None else 512, "--prompt-tokens")
-    output = _lengths(args.output_tokens, "--output-tokens")
+    rates = args.rate if isinstance(args.rate, tuple) else (args.rate,)
     block = _positive(args.block_tokens, "--block-tokens", 16)
     budget = _positive(args.max_tokens, "--max-tokens", 2048)
     seqs = _positive(args.max_batch, "--max-batch", 256)
@@ -302,6 +355,15 @@ def main(args: argparse.Namespace) -> int:
     if cap is not None and len(cap) > len(tiers) - 1:
         raise HcsimError(f"--kv-tier-capacity {args.kv_tier_capacity!r} gives {len(cap)} capacities for "
                          f"{len(tiers) - 1} tier(s) beyond HBM (valid: one per tier, comma-separated)")  # fmt: skip
+    slo = None if args.slo is None else parse_slo(args.slo, 0.9 if args.slo_attainment is None else args.slo_attainment)
+    interval = 1.0
+    if args.series_interval is not None:
+        interval = parse_time(args.series_interval, "--series-interval")
+        if not (math.isfinite(interval) and interval > 0):
+            raise HcsimError(f"--series-interval {args.series_interval!r} is invalid (valid: a duration > 0)")
+    if args.arrival_cv is not None and not (args.arrival_cv == 0 or 0.001 <= args.arrival_cv <= 100):
+        raise HcsimError(f"--arrival-cv {args.arrival_cv!r} is invalid (valid: 0, or a number from 0.001 to 100; "
+                         "1 is Poisson)")  # fmt: skip
     if "cxl" in tiers and args.system != "cxl":
         raise HcsimError(f"--kv-cache {','.join(tiers)} needs a coherent CXL system (valid: --system cxl; "
                          f"'{args.system}' can use hbm,host)")  # fmt: skip
@@ -309,26 +371,105 @@ def main(args: argparse.Namespace) -> int:
     if spec.sliding_window:
         raise HcsimError(f"{spec.name} has sliding-window attention, which continuous batching does not model yet "
                          "(valid: a model without one)")  # fmt: skip
-    requests = fc.synthetic_requests(args.requests, args.rate, prompt, output, args.seed)
-    requests = _with_prefix(args, requests)
+    trace, source = None, None
+    if args.trace is not None:
+        source = ft.read_requests(args.trace, args.trace_format, progress=True if args.progress else None)
+        trace = source.requests[: args.requests]
+    # every length and rate checked before any run
+    points = [(r, _with_prefix(args, _requests(args, r, trace))) for r in rates]
     topo = build_topology(args)
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         platform = os.path.join(tmp, "p.xml")
         compile_platform(topo, platform)
         xpus = platform_xpus(platform)
         tp = check_inference(spec, len(xpus), batch=1, context=1, tp=args.tp)
         run, groups = engine(args, spec, platform, topo, xpus, tp, tiers, block, budget, seqs, bucket, hbm, cap)
-        result = run(requests)
-    result.extra.update(model=spec.name, system=args.system, xpus=len(xpus), tp=tp, replicas=len(groups),
-                        kv_cache=",".join(tiers), block_tokens=block, max_tokens=budget, max_seqs=seqs,
-                        kv_bucket_tokens=bucket, rate_per_s=args.rate, seed=args.seed)  # fmt: skip
+        show = True if args.progress else None
+        before = 0
+        for r, requests in points:
+            horizon = max(q.arrival for q in requests)
+            bar = progress_bar(horizon * len(groups), f"serving at {r:g}/s" if r else "serving", "sim s", show=show,
+                               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.4g}/{total:.4g} simulated s "
+                               "[{elapsed}<{remaining}]")  # fmt: skip
+            log = _ProgressLog(bar, horizon) if (args.timeline or not bar.disable) else None
+            result = run(requests, log)
+            bar.close()
+            result.simulations -= before  # this point's own SimGrid runs (a sweep's timers are shared)
+            before += result.simulations
+            result.extra.update(model=spec.name, system=args.system, xpus=len(xpus), tp=tp, replicas=len(groups),
+                                kv_cache=",".join(tiers), block_tokens=block, max_tokens=budget, max_seqs=seqs,
+                                kv_bucket_tokens=bucket, rate_per_s=r, seed=args.seed)  # fmt: skip
+            if args.arrival_cv is not None:
+                result.extra["arrival_cv"] = args.arrival_cv
+            if source is not None:
+                result.extra.update(trace=os.path.basename(args.trace), trace_format=source.format,
+                                    trace_skipped=len(source.skipped))  # fmt: skip
+            results.append((r, result, log))
+    summaries = []
+    for _, result, _ in results:
+        summary = result.summary()
+        if slo is not None:
+            summary.update(slo_summary(result, slo))
+        summaries.append(summary)
+    sweep = None
+    if len(rates) > 1:
+        sweep = {"points": summaries}
+        if slo is not None:
+            sweep.update(slo_ttft_s=slo.ttft, slo_tpot_s=slo.tpot, slo_attainment_target=slo.attainment,
+                         max_goodput_rate_per_s=max_goodput_rate(list(rates),
+                                                                 [s["slo_attainment"] for s in summaries],
+                                                                 slo.attainment))  # fmt: skip
     if args.out:
-        fc.write_continuous(result, args.out)
-    summary = result.summary()
+        _write(args, results, summaries, sweep, slo, spec, tp, interval)
     if args.json:
-        sys.stdout.write(json_text(summary))
+        sys.stdout.write(json_text(sweep if sweep is not None else summaries[0]))
         return 0
-    for key in sorted(summary):
-        value = summary[key]
-        print(f"{key:30s} {value:.6g}" if isinstance(value, float) else f"{key:30s} {value}")
+    for summary in summaries:
+        if len(summaries) > 1:
+            print(f"# rate {summary['rate_per_s']:g}/s")
+        for key in sorted(summary):
+            value = summary[key]
+            print(f"{key:30s} {value:.6g}" if isinstance(value, float) else f"{key:30s} {value}")
+    if sweep is not None and "max_goodput_rate_per_s" in sweep:
+        print(f"{'max_goodput_rate_per_s':30s} {sweep['max_goodput_rate_per_s']:.6g}")
     return 0
+
+
+def _write(args: argparse.Namespace, results: list, summaries: list, sweep: dict | None, slo: object,
+           spec: object, tp: int, interval: float) -> None:  # fmt: skip
+    """Every file of ``--out``, after every run succeeded (nothing written on an error)."""
+    from hcsim.frontends.serving import continuous as fc
+    from hcsim.frontends.serving.iteration import kv_bytes_per_token
+    from hcsim.frontends.serving.timeline import SERIES_COLUMNS, chrome_trace, series
+    from hcsim.outputs import write_csv, write_json
+
+    for (r, result, log), summary in zip(results, summaries, strict=True):
+        where = args.out if sweep is None else os.path.join(args.out, _point_dir(r))
+        fc.write_continuous(result, where)
+        if slo is not None:
+            write_json(os.path.join(where, "summary.json"), summary)
+        if args.timeline:
+            rows = series(log, int(summary["replicas"]), kv_bytes_per_token(spec, tp), tp, interval)
+            write_csv(os.path.join(where, "series.csv"), rows, SERIES_COLUMNS, line_end="\n")
+            chrome_trace(log).write(os.path.join(where, "iterations.json"))
+        if args.plots:
+            from hcsim.frontends.serving.plots import latency_cdf_figure
+
+            curves = {f"{summary['model']} {summary['kv_cache']}": (result.ttft(), result.tpot(), result.e2e())}
+            latency_cdf_figure(curves, os.path.join(where, "latency_cdf.png"), slo)
+    if sweep is None:
+        return
+    columns = sorted({k for s in summaries for k in s})
+    write_csv(os.path.join(args.out, "sweep.csv"), [{k: s.get(k) for k in columns} for s in summaries], columns,
+              line_end="\n")  # fmt: skip
+    write_json(os.path.join(args.out, "summary.json"), sweep)
+    if args.plots:
+        from hcsim.frontends.serving.plots import goodput_figure
+
+        key = "goodput_requests_per_s" if slo is not None else "throughput_requests_per_s"
+        rates = [s["rate_per_s"] for s in summaries]
+        attain = [s.get("slo_attainment", 1.0) for s in summaries]
+        title = slo.text() if slo is not None else ""
+        goodput_figure({str(summaries[0]["kv_cache"]): (rates, [s[key] for s in summaries], attain)},
+                       os.path.join(args.out, "goodput_vs_rate.png"), title)  # fmt: skip
