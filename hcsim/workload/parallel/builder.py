@@ -28,7 +28,7 @@ from hcsim.errors import HcsimError
 from hcsim.workload.builders import _gc_paused
 from hcsim.workload.graph import Workload
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
-from hcsim.workload.parallel.costs import RECOMPUTE, Part, UnitCost, block_cost, fold, state_bytes
+from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, state_bytes
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
@@ -68,6 +68,7 @@ def training_graph(
     precision: str | None = None,
     grad_reduce_in_fp32: bool = True,
     fp8_param_gather: bool = False,
+    optimizer_dtype: str = "fp32",
     recompute: str = "none",
     operators: bool = False,
     zero3_every_microbatch: bool = False,
@@ -97,8 +98,8 @@ def training_graph(
     parallelism: ring attention, gradients reduced over ``dp x cp``) and ``vp`` (model
     chunks per rank: Megatron's interleaved 1F1B); ``precision``: a training precision
     (:mod:`hcsim.workload.models.precision`: fp32, fp16, bf16, fp8; default the spec's,
-    as before) with ``grad_reduce_in_fp32`` and ``fp8_param_gather``; ``recompute``:
-    "none", "selective" or "full" (:func:`.costs.block_cost`); ``operators``: each compute
+    as before) with ``grad_reduce_in_fp32``, ``fp8_param_gather`` and ``optimizer_dtype``; ``recompute``:
+    "none", "selective", "full" or "selective:MODULES" (:func:`.costs.block_cost`); ``operators``: each compute
     vertex carries ``ops``, its ``(Operator, pass)`` pairs (one tuple shared by all copies);
     ``zero3_every_microbatch`` (with ``zero=3``): FSDP as Megatron-FSDP and PyTorch FSDP run
     it with gradient accumulation: every microbatch all-gathers each unit's parameters
@@ -147,8 +148,7 @@ def training_graph(
         )
     if sequence_parallel and (sequence // cp) % layout.tp:
         raise HcsimError(f"sequence parallelism: sequence {sequence} is not divisible by tp={layout.tp}")
-    if recompute not in RECOMPUTE:
-        raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
+    check_recompute(recompute)
     if zero3_every_microbatch and zero != 3:
         raise HcsimError(f"zero3_every_microbatch needs zero=3 (FSDP), not zero={zero}")
     if overlap_param_gather and zero not in (1, 2):
@@ -170,8 +170,9 @@ def training_graph(
         from hcsim.workload.models.precision import training_precision
 
         policy = training_precision(
-            precision, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather
-        )
+            precision, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather,
+            optimizer_dtype=optimizer_dtype,
+        )  # fmt: skip
     grid = RankGrid(layout, xpus, mapping, view)
     shown = replace(full_layout, dp=full_dp)
     with _gc_paused():

@@ -16,7 +16,9 @@ rank's shard of the parameters, each a memory-bound multi-tensor kernel:
 Per parameter, with ``G`` the main gradient's bytes, ``S`` the optimizer state's (fp32
 master + moments: 12; fp32 training keeps no separate master: 8) and ``P`` the model
 parameter's: ``G + (G + S) + S + (4 + P)`` = 38 B in bf16, 37 B with fp8 parameters;
-fp32: ``G + (G + S + P) + (S + P)`` = 32 B (Adam updates the weight in place, no copy).
+fp32: ``G + (G + S + P) + (S + P)`` = 32 B (Adam updates the weight in place, no copy); the
+same form without a master copy (``master_bytes`` 0: bf16 moments, NeMo 1's distributed Adam with
+``optim.dtype: bf16``, S = 4): 16 B in bf16.
 The shard is 1/DP (x CP) of the stage's parameters under the distributed optimizer
 (ZeRO >= 1), all of them without it. Each pass launches one kernel per 320 chunks of
 65,536 elements (TE: ``multi_tensor_applier = MultiTensorApply(2048 * 32)``,
@@ -44,7 +46,7 @@ def optimizer_bytes_per_param(precision: Any) -> float:
     """
     g, s, p = precision.grad_bytes, precision.optimizer_bytes, precision.param_bytes
     norm = g
-    if precision.name == "fp32":  # the weight is the master: Adam reads and writes it, nothing to copy
+    if precision.master_bytes == 0:  # the weight is the master: Adam reads and writes it, nothing to copy
         return norm + (g + s + p) + (s + p)
     return norm + (g + s) + s + (MASTER_BYTES + p)
 
