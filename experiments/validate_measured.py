@@ -62,6 +62,16 @@ RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
         "src/megatron/bridge/perf_recipes/gpt_oss/h100/gpt_oss.py@067f987d adds recompute_granularity selective)",
     ),
 }
+#: The same for every row of a (source, precision), lower case: Megatron-Bridge's FP8-CS recipe keeps and
+#: all-gathers the parameters in fp8.
+PRECISION_RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("megatron-bridge-25.11", "fp8-cs"): (
+        ("--fp8-param-gather",),
+        "NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/precision.py@00b7660b (fp8_cs: "
+        "bf16_with_fp8_current_scaling_mixed) and src/megatron/bridge/training/mixed_precision.py@00b7660b "
+        "(bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True)",
+    ),
+}
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
 COLUMNS = ("model", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep")
 #: Breakdown fields of the JSON, as they are labelled in the table (seconds per iteration).
@@ -198,8 +208,10 @@ def command(hcsim: Sequence[str], row: Row, calibration: str, presets: Sequence[
 
 def recipe_flags(row: Row) -> tuple[str, ...]:
     """The row's published recipe settings beyond the CSV's columns (:data:`RECIPES`), as flags."""
-    entry = RECIPES.get((row.source.strip().lower(), row.model.strip().lower()))
-    return entry[0] if entry else ()
+    source = row.source.strip().lower()
+    by_precision = PRECISION_RECIPES.get((source, row.precision.strip().lower()))
+    by_model = RECIPES.get((source, row.model.strip().lower()))
+    return (by_precision[0] if by_precision else ()) + (by_model[0] if by_model else ())
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -385,9 +397,14 @@ def render(
         cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     used = [(key, RECIPES[key]) for key in RECIPES if any((r.source.lower(), r.model.lower()) == key for r in rows)]
+    used += [
+        (key, PRECISION_RECIPES[key])
+        for key in PRECISION_RECIPES
+        if any((r.source.lower(), r.precision.lower()) == key for r in rows)
+    ]
     if used:
         lines += ["", "Recipe settings beyond the CSV's columns (flags added to the rows' commands):", ""]
-        lines += [f"* {model} ({source}): `{' '.join(flags)}`: {why}." for (source, model), (flags, why) in used]
+        lines += [f"* {what} ({source}): `{' '.join(flags)}`: {why}." for (source, what), (flags, why) in used]
     lines += [
         "",
         "How the seed studies' conclusions move under calibration (Fig. 8, Table 6): "

@@ -176,9 +176,11 @@ def test_recipe_flags_follow_the_rows_source_and_model(vm):
     argv = vm.command(["hcsim"], rows[16], "dgx-h100")  # GPT-OSS-120B, Megatron-Bridge 25.11
     assert argv[argv.index("--recompute-modules") + 1] == "layernorm,moe_act"
     assert argv[-5:] == ["layernorm,moe_act", "--calibration", "dgx-h100", "--fast", "--json"]
-    for i in set(rows) - {10, 16}:
+    for i in (13, 14, 15):  # Megatron-Bridge 25.11 FP8-CS: fp8 parameters
+        assert vm.recipe_flags(rows[i]) == ("--fp8-param-gather",)
+    for i in set(rows) - {10, 13, 14, 15, 16}:
         assert vm.recipe_flags(rows[i]) == ()
-    for _flags, why in vm.RECIPES.values():
+    for _flags, why in [*vm.RECIPES.values(), *vm.PRECISION_RECIPES.values()]:
         assert "@" in why  # file@commit
 
 
