@@ -32,7 +32,7 @@ from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_reco
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
-from hcsim.workload.parallel.memory import unit_memory
+from hcsim.workload.parallel.memory import step_grad_memory, unit_memory
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
 __all__ = ["training_graph"]
@@ -469,7 +469,9 @@ class _Builder(GradientSync):
                     cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep, tp=lay.tp,
                     sequence_parallel=self.sp, recompute=self.recompute,
                 )  # fmt: skip
-                state, unit_activation[unit] = w + g + o, a
+                # what is resident through the forward-backward: the step's fp32 gradient copy is not (memory.py)
+                step = step_grad_memory(cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep)
+                state, unit_activation[unit] = w + g + o - step, a
             elif policy is None:
                 state = state_bytes(cost.params, self.bpv, self.zero, self.full_replicas)
                 if isinstance(cost, UnitCost) and cost.expert_params:

@@ -5,8 +5,9 @@ holds the same), what one rank of Megatron-Core + Transformer Engine (TE) keeps 
 an iteration: the units' weights, gradients and optimizer state (by precision and ZeRO
 stage, :mod:`hcsim.workload.models.precision`; the fp8 weight copies on TE's linear
 layers only) and the activations each operator saves for its backward, times the
-microbatches the schedule keeps in flight per model chunk (``vp``), after recomputation.
-Every byte count cites its source (:func:`kept_activation_bytes`; docs/training-features.md,
+microbatches the schedule keeps in flight per model chunk (``vp``), after recomputation;
+the optimizer step's fp32 gradient copy is held instead of the activations, never with them
+(:attr:`StageMemory.total`). Every byte count cites its source (:func:`kept_activation_bytes`; docs/training-features.md,
 "Memory in HBM"). The layers of each stage follow the pipeline split
 (:func:`hcsim.workload.parallel.layout.pipeline_split`). :func:`check_fits` turns the
 largest into a one-line :class:`~hcsim.errors.HcsimError` naming the rank, the need and
@@ -58,6 +59,11 @@ class StageMemory:
     layers: int = 0  # decoder layers the stage holds (over its model chunks)
     # held during the optimizer step only (the fp32 copy of the main-gradient shard), when no activations are
     step_only: float = 0.0
+
+    @property
+    def resident(self) -> float:
+        """What is held through the forward-backward (the graph's footprints on one rank of the stage)."""
+        return self.weights + self.grads + self.optimizer + self.activations
 
     @property
     def total(self) -> float:
