@@ -100,7 +100,8 @@ _TRAINING_FLAGS = (
     ("sequence", "--sequence"), ("zero", "--zero"), ("ep", "--ep"), ("schedule", "--schedule"),
     ("sequence_parallel", "--sequence-parallel/--no-sequence-parallel"), ("mapping", "--mapping"),
     ("precision", "--precision"), ("recompute", "--recompute"), ("recompute_modules", "--recompute-modules"),
-    ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"), ("calibration", "--calibration"),
+    ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"),
+    ("calibration", "--calibration"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
 )  # fmt: skip
 _INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))

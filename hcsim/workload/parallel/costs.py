@@ -179,8 +179,9 @@ class UnitCost:
 def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
     """Split a block's operators into attention, mlp and experts parts (see the module doc).
 
-    ``recompute`` (:data:`RECOMPUTE`, or ``selective:MODULES``: :func:`recomputed_kept`): "selective" runs the attention core's forward again
-    before the attention backward (its kept activations are unchanged: a FlashAttention-style
+    ``recompute`` (:data:`RECOMPUTE`, or ``selective:MODULES``: :func:`recomputed_kept`): "selective"
+    runs the attention core's forward again before the attention backward (its kept
+    activations are unchanged: a FlashAttention-style
     core keeps no score matrix to drop); "full" runs every part's forward again before its
     backward, and the block keeps only its input (``norm1``'s saved activations), as
     Megatron's ``--recompute-granularity full`` does.

@@ -7,9 +7,9 @@ stage, :mod:`hcsim.workload.models.precision`; the fp8 weight copies on TE's lin
 layers only) and the activations each operator saves for its backward, times the
 microbatches the schedule keeps in flight per model chunk (``vp``), after recomputation;
 the optimizer step's fp32 gradient copy is held instead of the activations, never with them
-(:attr:`StageMemory.total`). Every byte count cites its source (:func:`kept_activation_bytes`; docs/training-features.md,
-"Memory in HBM"). The layers of each stage follow the pipeline split
-(:func:`hcsim.workload.parallel.layout.pipeline_split`). :func:`check_fits` turns the
+(:attr:`StageMemory.total`). Every byte count cites its source (:func:`kept_activation_bytes`;
+docs/training-features.md, "Memory in HBM"). The layers of each stage follow the pipeline
+split (:func:`hcsim.workload.parallel.layout.pipeline_split`). :func:`check_fits` turns the
 largest into a one-line :class:`~hcsim.errors.HcsimError` naming the rank, the need and
 the capacity, unless a spill is allowed. Pure functions: the engine's placement decides
 what a spill costs. Not counted (no public per-byte source): the CUDA context, NCCL and
@@ -149,7 +149,10 @@ def training_memory(
     split = _split(spec.layers, layout, pipeline_split)
     name = precision or spec.precision  # the spec's own: as the graph's footprints
     policy = training_precision(
-        name, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather, optimizer_dtype=optimizer_dtype
+        name,
+        grad_reduce_in_fp32=grad_reduce_in_fp32,
+        fp8_param_gather=fp8_param_gather,
+        optimizer_dtype=optimizer_dtype,
     )
     seq = spec.sequence if sequence is None else sequence
     m = microbatches if microbatches is not None else (2 * layout.pp if layout.pp > 1 else 1)
