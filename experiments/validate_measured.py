@@ -6,7 +6,7 @@ calibration (``--calibration dgx-h100``) and with the ideal model (``--calibrati
 
     python -m hcsim.cli run --system dgx-h100 --xpus G --model M --precision P
         --parallel tp=T,pp=P,cp=C,vp=V,ep=E --micro-batch MBS --microbatches GA --sequence SEQ
-        [--zero 3 when fsdp=1] --calibration dgx-h100 --fast --json
+        [--zero 3 when fsdp=1] [the row's recipe flags, RECIPES] --calibration dgx-h100 --fast --json
 
 with DP = G / (T x P x C) and GA = GBS / (MBS x DP); a row where either does not divide is
 reported as such. The JSON's ``tokens_per_s_per_gpu`` is compared with the row's; its
@@ -43,6 +43,35 @@ IDEAL = "ideal"
 MODEL_ALIASES = {"llama3.1-405b": "llama3-405b"}
 #: The CSV's precision column to hcsim's --precision (FP8-CS: FP8 with current scaling; still FP8 GEMMs).
 PRECISIONS = {"fp8": "fp8", "fp8-cs": "fp8", "fp8-ds": "fp8", "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+#: A row's published recipe settings that the CSV has no column for, as ``hcsim run`` flags, each with its
+#: source; keyed by the CSV's (source, model), lower case. Memory and time follow from them; nothing here
+#: was chosen by looking at the measured throughput.
+RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("nemo-24.07", "nemotron-340b"): (
+        ("--optimizer-dtype", "bf16"),
+        "Adam state in bf16 without an fp32 master copy: NVIDIA/NeMo-Framework-Launcher "
+        "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml@7c842fcd (the Nemotron-4 340B recipe of "
+        "NeMo 24.07's time: optim distributed_fused_adam, dtype bf16, grad_sync_dtype bf16); NVIDIA/NeMo "
+        "nemo/collections/nlp/models/language_modeling/megatron_base_model.py@579983fb (store_params False "
+        "when the optimizer dtype is the model's)",
+    ),
+    ("megatron-bridge-25.11", "gpt-oss-120b"): (
+        ("--recompute-modules", "layernorm,moe_act"),
+        "NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py@00b7660b "
+        "(GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16: recompute_modules layernorm, moe_act; "
+        "src/megatron/bridge/perf_recipes/gpt_oss/h100/gpt_oss.py@067f987d adds recompute_granularity selective)",
+    ),
+}
+#: The same for every row of a (source, precision), lower case: Megatron-Bridge's FP8-CS recipe keeps and
+#: all-gathers the parameters in fp8.
+PRECISION_RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("megatron-bridge-25.11", "fp8-cs"): (
+        ("--fp8-param-gather",),
+        "NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/precision.py@00b7660b (fp8_cs: "
+        "bf16_with_fp8_current_scaling_mixed) and src/megatron/bridge/training/mixed_precision.py@00b7660b "
+        "(bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True)",
+    ),
+}
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
 COLUMNS = ("model", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep")
 #: Breakdown fields of the JSON, as they are labelled in the table (seconds per iteration).
@@ -173,7 +202,16 @@ def command(hcsim: Sequence[str], row: Row, calibration: str, presets: Sequence[
     argv += ["--sequence", str(row.seq)]
     if row.fsdp:
         argv += ["--zero", "3"]
+    argv += list(recipe_flags(row))
     return argv + ["--calibration", calibration, "--fast", "--json"]
+
+
+def recipe_flags(row: Row) -> tuple[str, ...]:
+    """The row's published recipe settings beyond the CSV's columns (:data:`RECIPES`), as flags."""
+    source = row.source.strip().lower()
+    by_precision = PRECISION_RECIPES.get((source, row.precision.strip().lower()))
+    by_model = RECIPES.get((source, row.model.strip().lower()))
+    return (by_precision[0] if by_precision else ()) + (by_model[0] if by_model else ())
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -316,7 +354,7 @@ def render(
         "",
         f"Rows: {shown_csv} (sources in its README). Each prediction is one run of",
         "`hcsim run --system dgx-h100 --xpus G --model M --precision P --parallel tp=T,pp=P,cp=C,vp=V,ep=E "
-        "--micro-batch MBS --microbatches GA --sequence SEQ [--zero 3] --calibration C --fast --json`, "
+        "--micro-batch MBS --microbatches GA --sequence SEQ [--zero 3] [recipe flags] --calibration C --fast --json`, "
         "DP = G / (T x P x C), GA = GBS / (MBS x DP). Error = predicted / measured - 1. The measured "
         "throughput is used for the error only; nothing was fitted to it.",
         "",
@@ -334,7 +372,8 @@ def render(
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         fsdp = ", FSDP" if r.fsdp else ""
-        layout = f"{layout_text(r)}, mbs={r.mbs}, seq={r.seq}{fsdp}"
+        recipe = " ".join(recipe_flags(r))
+        layout = f"{layout_text(r)}, mbs={r.mbs}, seq={r.seq}{fsdp}" + (f", {recipe}" if recipe else "")
         cells = [str(r.index), r.model, str(r.gpus), r.precision, layout]
         try:
             dp, ga = data_parallel(r)
@@ -357,6 +396,15 @@ def render(
         first = outcomes.get((r.index, calibrations[0]))
         cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    used = [(key, RECIPES[key]) for key in RECIPES if any((r.source.lower(), r.model.lower()) == key for r in rows)]
+    used += [
+        (key, PRECISION_RECIPES[key])
+        for key in PRECISION_RECIPES
+        if any((r.source.lower(), r.precision.lower()) == key for r in rows)
+    ]
+    if used:
+        lines += ["", "Recipe settings beyond the CSV's columns (flags added to the rows' commands):", ""]
+        lines += [f"* {what} ({source}): `{' '.join(flags)}`: {why}." for (source, what), (flags, why) in used]
     lines += [
         "",
         "How the seed studies' conclusions move under calibration (Fig. 8, Table 6): "

@@ -249,6 +249,23 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--recompute", choices=("none", "selective", "full"), help="activation recomputation (default none)")
     g.add_argument(
+        "--recompute-modules",
+        help="selective recomputation of these Megatron-Core modules, comma-separated: core_attn, layernorm, "
+        "moe_act, mlp (implies --recompute selective; docs/training-features.md)",
+    )
+    g.add_argument(
+        "--optimizer-dtype",
+        choices=("fp32", "bf16"),
+        help="Adam state: fp32 master and moments (Megatron-Core, the default) or bf16 moments without a master "
+        "copy (NeMo 1's distributed Adam with optim.dtype bf16)",
+    )
+    g.add_argument(
+        "--fp8-param-gather",
+        action="store_true",
+        default=None,
+        help="with --precision fp8: keep and all-gather the parameters in fp8 (Megatron's --fp8-param-gather)",
+    )
+    g.add_argument(
         "--calibration",
         help="ideal (datasheet peaks, link speed; the default), dgx-h100, dgx-a100, or a calibration YAML "
         "(docs/calibration.md)",

@@ -99,7 +99,9 @@ _TRAINING_FLAGS = (
     ("parallel", "--parallel"), ("microbatches", "--microbatches"), ("micro_batch", "--micro-batch"),
     ("sequence", "--sequence"), ("zero", "--zero"), ("ep", "--ep"), ("schedule", "--schedule"),
     ("sequence_parallel", "--sequence-parallel/--no-sequence-parallel"), ("mapping", "--mapping"),
-    ("precision", "--precision"), ("recompute", "--recompute"), ("calibration", "--calibration"),
+    ("precision", "--precision"), ("recompute", "--recompute"), ("recompute_modules", "--recompute-modules"),
+    ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"),
+    ("calibration", "--calibration"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
 )  # fmt: skip
 _INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))
@@ -443,6 +445,7 @@ def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topo
         precision=o.get("precision"), recompute=o.get("recompute", "none"),
         sequence_parallel=o["sequence_parallel"], xpus=len(xpus),
         grad_reduce_in_fp32=o.get("grad_reduce_in_fp32", True), pipeline_split=o.get("pipeline_split"),
+        fp8_param_gather=o.get("fp8_param_gather", False), optimizer_dtype=o.get("optimizer_dtype", "fp32"),
     )  # fmt: skip
     check_fits(stages, topo.nodes[xpus[0]]["memory"], allow_spill=args.allow_spill)
 
@@ -516,9 +519,33 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     # collectives: NCCL's rings under the calibration on a DGX (docs/collectives.md), the ideal ring otherwise
     default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
     args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default
-    extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
+    recompute = args.recompute
+    modules = getattr(args, "recompute_modules", None)
+    if modules is not None:  # Megatron-Core: recompute_modules act under recompute_granularity selective
+        if recompute not in ("none", "selective"):
+            raise HcsimError(f"--recompute-modules needs --recompute selective, not {recompute} (valid: drop one)")
+        recompute = "selective:" + ",".join(m.strip() for m in modules.split(","))
+    extra = {k: v for k, v in (("precision", args.precision), ("recompute", recompute)) if v not in (None, "none")}
     if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
         extra["grad_reduce_in_fp32"] = False
+    for dest, flag, default in (("optimizer_dtype", "--optimizer-dtype", "fp32"),
+                                ("fp8_param_gather", "--fp8-param-gather", False)):  # fmt: skip
+        value = getattr(args, dest, None)
+        if value is not None and value != default:
+            if args.precision not in ("bf16", "fp8"):
+                raise HcsimError(f"{flag} needs --precision bf16 or fp8 (valid: drop {flag})")
+            extra[dest] = value
+    if "recompute" in extra or extra.get("optimizer_dtype") or extra.get("fp8_param_gather"):
+        from hcsim.workload.models.precision import training_precision
+        from hcsim.workload.parallel.costs import check_recompute
+
+        check_recompute(extra.get("recompute", "none"))  # one line before anything is built
+        if args.precision is not None:
+            training_precision(
+                args.precision, grad_reduce_in_fp32=extra.get("grad_reduce_in_fp32", True),
+                fp8_param_gather=extra.get("fp8_param_gather", False),
+                optimizer_dtype=extra.get("optimizer_dtype", "fp32"),
+            )  # fmt: skip
     # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
     return TrainingWorkload(
         spec,

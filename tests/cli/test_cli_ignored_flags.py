@@ -20,6 +20,7 @@ TRAINING_FLAGS = [
     ["--parallel", "tp=2"], ["--microbatches", "2"], ["--micro-batch", "2"], ["--sequence", "128"], ["--zero", "1"],
     ["--ep", "2"], ["--schedule", "gpipe"], ["--sequence-parallel"], ["--no-sequence-parallel"],
     ["--mapping", "tp,dp"], ["--precision", "bf16"], ["--recompute", "full"], ["--calibration", "dgx-h100"],
+    ["--recompute-modules", "moe_act"], ["--optimizer-dtype", "bf16"], ["--fp8-param-gather"],
     ["--allow-spill"], ["--dp-algorithm", "tree"], ["--tp-algorithm", "tree"],
 ]  # fmt: skip
 CASES = [

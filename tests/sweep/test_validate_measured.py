@@ -169,6 +169,21 @@ def test_vendored_rows_all_build_a_command(vm):
         assert argv[argv.index("--model") + 1] in PRESETS
 
 
+def test_recipe_flags_follow_the_rows_source_and_model(vm):
+    """Settings the CSV has no column for come from RECIPES by (source, model), each with its source cited."""
+    rows = {r.index: r for r in vm.read_rows(vm.DEFAULT_CSV)}
+    assert vm.recipe_flags(rows[10]) == ("--optimizer-dtype", "bf16")  # Nemotron-340B, NeMo 24.07
+    argv = vm.command(["hcsim"], rows[16], "dgx-h100")  # GPT-OSS-120B, Megatron-Bridge 25.11
+    assert argv[argv.index("--recompute-modules") + 1] == "layernorm,moe_act"
+    assert argv[-5:] == ["layernorm,moe_act", "--calibration", "dgx-h100", "--fast", "--json"]
+    for i in (13, 14, 15):  # Megatron-Bridge 25.11 FP8-CS: fp8 parameters
+        assert vm.recipe_flags(rows[i]) == ("--fp8-param-gather",)
+    for i in set(rows) - {10, 13, 14, 15, 16}:
+        assert vm.recipe_flags(rows[i]) == ()
+    for _flags, why in [*vm.RECIPES.values(), *vm.PRECISION_RECIPES.values()]:
+        assert "@" in why  # file@commit
+
+
 def test_nccl_section_is_the_calibration_checks(vm):
     pytest.importorskip("hcsim.calibration.checks")
     lines = vm._nccl_section()

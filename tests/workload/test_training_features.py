@@ -315,7 +315,7 @@ def test_memory_is_the_graphs_footprint(layout, kw):
     for s in stages:
         x = grid.xpu(0, s.stage, 0)
         total = sum(d["footprint"] for n, d in compute(w) if d["location"] == x)
-        assert s.total == pytest.approx(total, rel=1e-12)
+        assert s.resident == pytest.approx(total, rel=1e-12)
 
 
 def test_memory_closed_form_and_the_fit_error():

@@ -60,6 +60,9 @@ class Operator:
     )
     precision: str | None = None  # the operator's own precision when it differs by operator (fp8/bf16 training)
     groups: int = 1  # GEMMs of ``gemm``'s rows split evenly, run as one grouped kernel (experts: local experts)
+    # operators inside this one that activation recomputation can run again alone (the experts' activation
+    # function, Megatron's ``moe_act``); their costs are already in this operator's
+    inner: tuple = ()
 
 
 def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
@@ -277,6 +280,11 @@ def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool, w: _Width
         acts = pairs * (operand * h + b * up + b * up + b * inner + operand * inner + b * h)
     flops = 2.0 * pairs * (h * up + inner * h) + 4.0 * pairs * inner
     fwd_bytes = weights + acts
+    # the activation function between the two grouped GEMMs: reads fc1's output (up), writes fc2's input (inner),
+    # which fc2 saves (pairs x inner values; the part of the experts' kept bytes that moe_act recompute drops)
+    act = _memory_bound(
+        "moe.act", "elementwise", 4.0 * pairs * inner, pairs * b * (up + inner), 0, pairs * b * inner, train, w.other
+    )
     expert_op = Operator(
         "moe.experts",
         "experts",
@@ -290,6 +298,7 @@ def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool, w: _Width
         gemm=(int(pairs), int(up), int(h)),  # the up projection's shape (down: k = inner, n = h)
         precision=w.gemm,
         groups=max(1, experts // ep),
+        inner=(act,),
     )
     out = [router, expert_op]
     if spec.shared_intermediate:  # shared expert(s): a dense MLP every token goes through, TP-split, no dispatch

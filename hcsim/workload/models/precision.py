@@ -10,7 +10,11 @@ Megatron-Core / Transformer Engine keep them (sources: /work/research/training-m
   copy and Adam's moments (12): 18 B/param, ``6 + 12/d`` with the distributed optimizer;
   gradients reduced in fp32 (``grad_reduce_in_fp32``), parameters gathered in bf16.
   Without ``grad_reduce_in_fp32`` (NVIDIA's benchmark recipes) the main gradients are
-  bf16 (2) and the optimizer keeps an fp32 gradient shard (16): ``4 + 16/d``.
+  bf16 (2) and the optimizer keeps an fp32 gradient shard (16): ``4 + 16/d``, of which
+  the fp32 gradient shard (4) exists only from the optimizer step to the next
+  iteration's ``zero_grad`` (:attr:`TrainingPrecision.step_grad_bytes`).
+* ``optimizer_dtype="bf16"`` (NeMo 1's ``distributed_fused_adam`` with ``optim.dtype: bf16``,
+  the Nemotron-4 340B recipe): Adam's moments in bf16 (2 + 2) and no master copy: 4 B/param.
 * **fp8** (Transformer Engine, delayed/current scaling): as bf16, plus GEMM operands in
   fp8 (1 byte) and, on TE's linear layers only, the cached fp8 weight copies (row- and
   column-wise: 2 B/param; TE ``module/linear.py``); with ``fp8_param_gather`` the fp8
@@ -62,6 +66,9 @@ class TrainingPrecision:
     optimizer_bytes: float  # master copy and Adam moments, per parameter
     grad_reduce_bytes: int  # the data-parallel gradient collectives' element width
     param_gather_bytes: int  # the distributed optimizer's / ZeRO's parameter all-gather element width
+    # of optimizer_bytes: the fp32 copy of the main-gradient shard, held from the step to the next zero_grad only
+    step_grad_bytes: float = 0.0
+    master_bytes: float = 4.0  # of optimizer_bytes: the fp32 master weight (0: the optimizer updates the 16-bit copy)
 
     @property
     def engine(self) -> str:
@@ -98,16 +105,20 @@ class TrainingPrecision:
 
 
 def training_precision(
-    name: str, *, grad_reduce_in_fp32: bool = True, fp8_param_gather: bool = False
+    name: str, *, grad_reduce_in_fp32: bool = True, fp8_param_gather: bool = False, optimizer_dtype: str = "fp32"
 ) -> TrainingPrecision:
     """The :class:`TrainingPrecision` called ``name`` (fp32, fp16, bf16, fp8).
 
     ``grad_reduce_in_fp32`` (bf16/fp8; Megatron's default with bf16): the gradient
     collectives move fp32, else bf16. ``fp8_param_gather`` (fp8): the parameters are
     kept and all-gathered in fp8 (``--fp8-param-gather``), halving the all-gather.
+    ``optimizer_dtype`` (bf16/fp8): "fp32" (Megatron-Core: fp32 master and moments) or "bf16"
+    (Adam's moments in bf16, no master copy: see below).
     """
+    if name in ("fp32", "fp16") and optimizer_dtype != "fp32":
+        raise HcsimError(f"optimizer dtype {optimizer_dtype!r} needs precision bf16 or fp8 (valid with {name}: fp32)")
     if name == "fp32":
-        return TrainingPrecision("fp32", 4, 4, 4.0, 0.0, 4.0, 8.0, 4, 4)
+        return TrainingPrecision("fp32", 4, 4, 4.0, 0.0, 4.0, 8.0, 4, 4, master_bytes=0.0)
     if name == "fp16":
         return TrainingPrecision("fp16", 2, 2, 2.0, 0.0, 2.0, 12.0, 2, 2)
     if name not in ("bf16", "fp8"):
@@ -119,17 +130,39 @@ def training_precision(
     # master and Adam moments: 16 B per parameter (Megatron-LM docs dist_optimizer.md, "fp16
     # parameters, fp16 gradients: 20, 4 + 16/d"); with fp32 main gradients 12 ("bf16 parameters, fp32
     # gradients: 18, 6 + 12/d").
+    #
+    # That fp32 gradient shard is made at the step (``shard_main_param.grad = shard_model_grad.float()``,
+    # Megatron-LM megatron/core/optimizer/distrib_optimizer.py@d98e8a64, ``_copy_model_grads_to_main_grads``;
+    # ``.float()`` of an fp32 main gradient is the same tensor, no copy) and freed by ``optimizer.zero_grad()``
+    # (set_to_none) before the next iteration's forward-backward (megatron/training/training.py@d98e8a64,
+    # ``train_step``; Megatron-Bridge src/megatron/bridge/training/train.py@00b7660b, the same): it is never
+    # held together with the activations (``step_grad_bytes``, memory.py).
+    if optimizer_dtype not in ("fp32", "bf16"):
+        raise HcsimError(f"optimizer dtype {optimizer_dtype!r} is unknown (valid: fp32, bf16)")
     reduce = 4 if grad_reduce_in_fp32 else 2
     optimizer = 12.0 if grad_reduce_in_fp32 else 16.0
+    step_grad, master = (0.0 if grad_reduce_in_fp32 else 4.0), 4.0
+    if optimizer_dtype == "bf16":
+        # NeMo 1's distributed_fused_adam (Apex DistributedFusedAdam) with ``optim.dtype: bf16``, as the
+        # Nemotron-4 340B recipe sets it (NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/
+        # nemotron/nemotron_340b.yaml@7c842fcd: ``name: distributed_fused_adam``, ``grad_sync_dtype: bf16``,
+        # ``dtype: bf16``): the optimizer dtype equals the model's, so NeMo sets ``store_params = False``
+        # (nemo/collections/nlp/models/language_modeling/megatron_base_model.py@579983fb,
+        # ``setup_optimization``): no master copy; Apex keeps ``exp_avg_shard`` and ``exp_avg_sq_shard`` in
+        # that dtype (NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py@d571f3ee, ``StateBucket``)
+        # and steps on the bf16 gradient shard in place: 2 + 2 B per parameter, no fp32 gradient copy.
+        if grad_reduce_in_fp32:
+            raise HcsimError("optimizer dtype bf16 needs 16-bit main gradients (valid: grad_reduce_in_fp32=False)")
+        optimizer, step_grad, master = 4.0, 0.0, 0.0
     if name == "bf16":
         if fp8_param_gather:
             raise HcsimError("fp8_param_gather needs precision fp8 (valid with bf16: False)")
-        return TrainingPrecision("bf16", 2, 2, 2.0, 0.0, float(reduce), optimizer, reduce, 2)
+        return TrainingPrecision("bf16", 2, 2, 2.0, 0.0, float(reduce), optimizer, reduce, 2, step_grad, master)
     # fp8 weights of TE's linear layers, row-wise and column-wise (Hopper's fp8 GEMMs need the transpose):
     # in training TE quantizes the weight with ``set_usage(rowwise=True, columnwise=...)`` (columnwise when
     # the input needs a gradient) and keeps it across microbatches (``update_workspace`` on the first only)
     # (TransformerEngine transformer_engine/pytorch/module/linear.py, ``quantize_weight``): 1 + 1 B. With
     # ``fp8_param_gather`` (``fp8_model_init``) that fp8 tensor is the parameter itself: no bf16 copy.
     if fp8_param_gather:
-        return TrainingPrecision("fp8", 2, 1, 1.0, 1.0, float(reduce), optimizer, reduce, 1)
-    return TrainingPrecision("fp8", 2, 1, 2.0, 2.0, float(reduce), optimizer, reduce, 2)
+        return TrainingPrecision("fp8", 2, 1, 1.0, 1.0, float(reduce), optimizer, reduce, 1, step_grad, master)
+    return TrainingPrecision("fp8", 2, 1, 2.0, 2.0, float(reduce), optimizer, reduce, 2, step_grad, master)

@@ -32,11 +32,11 @@ from hcsim.workload.graph import ALGORITHMS, Workload
 from hcsim.workload.models import ops
 from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
-from hcsim.workload.parallel.costs import RECOMPUTE, Part, UnitCost, block_cost, fold, state_bytes
+from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, state_bytes
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
-from hcsim.workload.parallel.memory import unit_memory
+from hcsim.workload.parallel.memory import step_grad_memory, unit_memory
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
 __all__ = ["training_graph"]
@@ -70,6 +70,7 @@ def training_graph(
     precision: str | None = None,
     grad_reduce_in_fp32: bool = True,
     fp8_param_gather: bool = False,
+    optimizer_dtype: str = "fp32",
     recompute: str = "none",
     operators: bool = False,
     zero3_every_microbatch: bool = False,
@@ -99,8 +100,8 @@ def training_graph(
     parallelism: ring attention, gradients reduced over ``dp x cp``) and ``vp`` (model
     chunks per rank: Megatron's interleaved 1F1B); ``precision``: a training precision
     (:mod:`hcsim.workload.models.precision`: fp32, fp16, bf16, fp8; default the spec's,
-    as before) with ``grad_reduce_in_fp32`` and ``fp8_param_gather``; ``recompute``:
-    "none", "selective" or "full" (:func:`.costs.block_cost`); ``operators``: each compute
+    as before) with ``grad_reduce_in_fp32``, ``fp8_param_gather`` and ``optimizer_dtype``; ``recompute``:
+    "none", "selective", "full" or "selective:MODULES" (:func:`.costs.block_cost`); ``operators``: each compute
     vertex carries ``ops``, its ``(Operator, pass)`` pairs (one tuple shared by all copies);
     ``zero3_every_microbatch`` (with ``zero=3``): FSDP as Megatron-FSDP and PyTorch FSDP run
     it with gradient accumulation: every microbatch all-gathers each unit's parameters
@@ -149,8 +150,7 @@ def training_graph(
         )
     if sequence_parallel and (sequence // cp) % layout.tp:
         raise HcsimError(f"sequence parallelism: sequence {sequence} is not divisible by tp={layout.tp}")
-    if recompute not in RECOMPUTE:
-        raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
+    check_recompute(recompute)
     if zero3_every_microbatch and zero != 3:
         raise HcsimError(f"zero3_every_microbatch needs zero=3 (FSDP), not zero={zero}")
     if overlap_param_gather and zero not in (1, 2):
@@ -170,8 +170,9 @@ def training_graph(
     policy = None
     if precision is not None:
         policy = training_precision(
-            precision, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather
-        )
+            precision, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather,
+            optimizer_dtype=optimizer_dtype,
+        )  # fmt: skip
     grid = RankGrid(layout, xpus, mapping, view)
     shown = replace(full_layout, dp=full_dp)
     with _gc_paused():
@@ -462,7 +463,9 @@ class _Builder(GradientSync):
                     cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep, tp=lay.tp,
                     sequence_parallel=self.sp, recompute=self.recompute,
                 )  # fmt: skip
-                state, unit_activation[unit] = w + g + o, a
+                # what is resident through the forward-backward: the step's fp32 gradient copy is not (memory.py)
+                step = step_grad_memory(cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep)
+                state, unit_activation[unit] = w + g + o - step, a
             elif policy is None:
                 state = state_bytes(cost.params, self.bpv, self.zero, self.full_replicas)
                 if isinstance(cost, UnitCost) and cost.expert_params:

@@ -25,11 +25,93 @@ from typing import Any
 from hcsim.errors import HcsimError
 from hcsim.workload.models.precision import zero_shards
 
-__all__ = ["RECOMPUTE", "Part", "UnitCost", "block_cost", "fold", "state_bytes"]
+__all__ = [
+    "RECOMPUTE",
+    "RECOMPUTE_MODULES",
+    "Part",
+    "UnitCost",
+    "block_cost",
+    "check_recompute",
+    "fold",
+    "recompute_modules",
+    "state_bytes",
+]
 
 #: activation recomputation modes (Megatron's ``--recompute-granularity``): none, selective (the
 #: attention core's forward again in the backward), full (the whole block's forward again)
 RECOMPUTE = ("none", "selective", "full")
+#: Megatron-Core's ``--recompute-modules`` (with granularity selective) hcsim models, written
+#: ``"selective:layernorm,moe_act"``; plain "selective" is Megatron's default, ``["core_attn"]``
+#: (megatron/core/transformer/transformer_config.py@d98e8a64). What each drops and runs again:
+#: docs/training-features.md, "Recompute modules".
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mlp")
+#: modules Megatron has that hcsim does not model, and why (refused in one line)
+_UNMODELLED = {
+    "moe": "it re-runs the token dispatch and combine all-to-alls, which hcsim does not re-issue",
+    "mla_up_proj": "hcsim has no multi-latent attention",
+    "shared_experts": "not modelled",
+}
+
+
+def recompute_modules(recompute: str) -> frozenset[str]:
+    """The modules a selective ``recompute`` runs again (empty for "none" and "full"); one-line error if unknown."""
+    check_recompute(recompute)
+    if recompute == "selective":
+        return frozenset({"core_attn"})
+    if recompute.startswith("selective:"):
+        return frozenset(recompute.split(":", 1)[1].split(","))
+    return frozenset()
+
+
+def check_recompute(recompute: Any) -> None:
+    """One-line :class:`HcsimError` unless ``recompute`` is a mode of :data:`RECOMPUTE` or ``selective:M1,M2``."""
+
+    if isinstance(recompute, str) and recompute in RECOMPUTE:
+        return
+    if not isinstance(recompute, str) or not recompute.startswith("selective:"):
+        raise HcsimError(
+            f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)}, or selective:MODULES with MODULES "
+            f"from {', '.join(RECOMPUTE_MODULES)})"
+        )
+    names = recompute.split(":", 1)[1].split(",")
+    for name in names:
+        if name in _UNMODELLED:
+            raise HcsimError(f"recompute module {name!r} is not modelled: {_UNMODELLED[name]} "
+                             f"(valid: {', '.join(RECOMPUTE_MODULES)})")  # fmt: skip
+        if name not in RECOMPUTE_MODULES:
+            raise HcsimError(f"recompute module {name!r} is unknown (valid: {', '.join(RECOMPUTE_MODULES)})")
+    if len(set(names)) != len(names):
+        raise HcsimError(f"recompute modules {','.join(names)} name one twice (valid: each at most once)")
+
+
+#: operators whose saved input is a separate pre-MLP norm's output: in Megatron-Core's Transformer Engine
+#: layer spec only MoE blocks have one (``pre_mlp_layernorm=TENorm if num_experts else IdentityOp``; the
+#: input norm and a dense block's pre-MLP norm are fused into ``TELayerNormColumnParallelLinear``, where
+#: "layernorm" recompute does nothing: megatron/core/models/gpt/gpt_layer_specs.py@d98e8a64,
+#: megatron/core/transformer/transformer_layer.py@d98e8a64, ``recompute_pre_mlp_layernorm``)
+NORM_OUTPUT_READERS = ("moe.router", "moe.shared.up")
+#: a dense block's MLP module (fc1 with its fused norm, activation, fc2): "mlp" recompute keeps its input only
+MLP_MODULE = ("norm2", "mlp.up", "mlp.act", "mlp.down")
+
+
+def recomputed_kept(op: Any, kept: float, modules: frozenset[str]) -> float:
+    """What ``op`` still keeps (``kept`` bytes without recomputation) when ``modules`` are recomputed.
+
+    * layernorm: the pre-MLP norm's output is discarded after use and recomputed (Megatron's
+      ``CheckpointWithoutOutput``): its readers (:data:`NORM_OUTPUT_READERS`) keep nothing;
+      the norm's own input (the residual stream) stays.
+    * moe_act: the experts' activation output (fc2's input) is discarded and recomputed from
+      fc1's output (megatron/core/transformer/moe/experts.py@d98e8a64, ``activation_recompute``).
+    * mlp (dense blocks): the MLP is checkpointed, only its input (``norm2``'s) is kept.
+    * core_attn: a FlashAttention-style core keeps no score matrix to drop: nothing changes.
+    """
+    if "layernorm" in modules and op.name in NORM_OUTPUT_READERS:
+        return 0.0
+    if "moe_act" in modules and op.kind == "experts":
+        return max(0.0, kept - sum(i.activation_bytes for i in op.inner))
+    if "mlp" in modules and op.name in MLP_MODULE[1:]:
+        return 0.0
+    return kept
 
 
 @dataclass(frozen=True)
@@ -97,14 +179,14 @@ class UnitCost:
 def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
     """Split a block's operators into attention, mlp and experts parts (see the module doc).
 
-    ``recompute`` (:data:`RECOMPUTE`): "selective" runs the attention core's forward again
-    before the attention backward (its kept activations are unchanged: a FlashAttention-style
+    ``recompute`` (:data:`RECOMPUTE`, or ``selective:MODULES``: :func:`recomputed_kept`): "selective"
+    runs the attention core's forward again before the attention backward (its kept
+    activations are unchanged: a FlashAttention-style
     core keeps no score matrix to drop); "full" runs every part's forward again before its
     backward, and the block keeps only its input (``norm1``'s saved activations), as
     Megatron's ``--recompute-granularity full`` does.
     """
-    if recompute not in RECOMPUTE:
-        raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
+    modules = recompute_modules(recompute)
     last_attention = max((i for i, o in enumerate(operators) if o.name.startswith("attn")), default=-1)
     attention, rest = operators[: last_attention + 1], operators[last_attention + 1 :]
     experts = [o for o in rest if o.kind == "experts"]
@@ -114,6 +196,8 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
     if recompute == "selective":
         core = [o for o in attention if o.kind == "attention"]
         return UnitCost(fold(attention, core), fold(around), fold(experts) if experts else None)
+    if modules:
+        return _selective(attention, around, experts, modules)
     kept = float(operators[0].activation_bytes) if operators else 0.0  # the block's input (norm1 keeps it)
     att, mlp = fold(attention, attention), fold(around, around)
     exp = fold(experts, experts) if experts else None
@@ -122,6 +206,25 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
         replace(mlp, activation_bytes=0.0),
         replace(exp, activation_bytes=0.0) if exp is not None else None,
     )
+
+
+def _selective(attention: list, around: list, experts: list, modules: frozenset[str]) -> UnitCost:
+    """A block under ``selective:MODULES``: each part's recomputed operators and what it still keeps."""
+    again_attn = [o for o in attention if o.kind == "attention"] if "core_attn" in modules else []
+    again_mlp: list = []
+    moe = any(o.name in NORM_OUTPUT_READERS for o in around)
+    if "layernorm" in modules and moe:
+        again_mlp += [o for o in around if o.name == "norm2"]
+    if "mlp" in modules and not moe:
+        again_mlp += [o for o in around if o.name in MLP_MODULE]
+    again_exp = [i for o in experts for i in o.inner] if "moe_act" in modules else []
+
+    def part(ops: list, again: list) -> Part:
+        folded = fold(ops, again)
+        kept = sum(recomputed_kept(o, float(o.activation_bytes), modules) for o in ops)
+        return replace(folded, activation_bytes=float(kept))
+
+    return UnitCost(part(attention, again_attn), part(around, again_mlp), part(experts, again_exp) if experts else None)
 
 
 def state_bytes(params: int, bytes_per_value: int, zero: int, dp: int) -> float:

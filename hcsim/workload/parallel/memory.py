@@ -5,10 +5,11 @@ holds the same), what one rank of Megatron-Core + Transformer Engine (TE) keeps 
 an iteration: the units' weights, gradients and optimizer state (by precision and ZeRO
 stage, :mod:`hcsim.workload.models.precision`; the fp8 weight copies on TE's linear
 layers only) and the activations each operator saves for its backward, times the
-microbatches the schedule keeps in flight per model chunk (``vp``), after recomputation.
-Every byte count cites its source (:func:`kept_activation_bytes`; docs/training-features.md,
-"Memory in HBM"). The layers of each stage follow the pipeline split
-(:func:`hcsim.workload.parallel.layout.pipeline_split`). :func:`check_fits` turns the
+microbatches the schedule keeps in flight per model chunk (``vp``), after recomputation;
+the optimizer step's fp32 gradient copy is held instead of the activations, never with them
+(:attr:`StageMemory.total`). Every byte count cites its source (:func:`kept_activation_bytes`;
+docs/training-features.md, "Memory in HBM"). The layers of each stage follow the pipeline
+split (:func:`hcsim.workload.parallel.layout.pipeline_split`). :func:`check_fits` turns the
 largest into a one-line :class:`~hcsim.errors.HcsimError` naming the rank, the need and
 the capacity, unless a spill is allowed. Pure functions: the engine's placement decides
 what a spill costs. Not counted (no public per-byte source): the CUDA context, NCCL and
@@ -23,8 +24,8 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 from hcsim.workload.models import ops as model_ops
-from hcsim.workload.models.precision import training_precision
-from hcsim.workload.parallel.costs import RECOMPUTE, Part, block_cost, fold
+from hcsim.workload.models.precision import training_precision, zero_shards
+from hcsim.workload.parallel.costs import Part, block_cost, check_recompute, fold, recompute_modules, recomputed_kept
 from hcsim.workload.parallel.layout import Layout, pipeline_split
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
@@ -33,6 +34,7 @@ __all__ = [
     "StageMemory",
     "check_fits",
     "kept_activation_bytes",
+    "step_grad_memory",
     "te_linear",
     "training_memory",
     "unit_memory",
@@ -58,10 +60,18 @@ class StageMemory:
     optimizer: float
     activations: float  # kept for the backward pass, at the schedule's peak
     layers: int = 0  # decoder layers the stage holds (over its model chunks)
+    # held during the optimizer step only (the fp32 copy of the main-gradient shard), when no activations are
+    step_only: float = 0.0
+
+    @property
+    def resident(self) -> float:
+        """What is held through the forward-backward (the graph's footprints on one rank of the stage)."""
+        return self.weights + self.grads + self.optimizer + self.activations
 
     @property
     def total(self) -> float:
-        return self.weights + self.grads + self.optimizer + self.activations
+        """The peak: the state plus the larger of the forward-backward's activations and the step's transients."""
+        return self.weights + self.grads + self.optimizer + max(self.activations, self.step_only)
 
 
 def te_linear(op: Any) -> bool:
@@ -121,21 +131,27 @@ def training_memory(
     grad_reduce_in_fp32: bool = True,
     fp8_param_gather: bool = False,
     pipeline_split: Any = None,
+    optimizer_dtype: str = "fp32",
 ) -> list[StageMemory]:
     """Per pipeline stage, what one of its ranks holds (see the module docstring); ``xpus`` fills a missing dp.
 
-    ``grad_reduce_in_fp32``, ``fp8_param_gather``: as :func:`~hcsim.workload.models.precision.training_precision`
-    (the main-gradient buffer's width follows the first); ``pipeline_split``: as
+    ``grad_reduce_in_fp32``, ``fp8_param_gather``, ``optimizer_dtype``: as
+    :func:`~hcsim.workload.models.precision.training_precision` (the main-gradient buffer's width follows
+    the first); ``recompute``: as :func:`~hcsim.workload.parallel.costs.block_cost`; ``pipeline_split``: as
     :func:`~hcsim.workload.parallel.training_graph`.
     """
-    if recompute not in RECOMPUTE:
-        raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
+    check_recompute(recompute)
     if isinstance(layout, str):
         layout = Layout.parse(layout, xpus)
     layout.check(layout.ranks, spec, pipeline_split)
     split = _split(spec.layers, layout, pipeline_split)
     name = precision or spec.precision  # the spec's own: as the graph's footprints
-    policy = training_precision(name, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather)
+    policy = training_precision(
+        name,
+        grad_reduce_in_fp32=grad_reduce_in_fp32,
+        fp8_param_gather=fp8_param_gather,
+        optimizer_dtype=optimizer_dtype,
+    )
     seq = spec.sequence if sequence is None else sequence
     m = microbatches if microbatches is not None else (2 * layout.pp if layout.pp > 1 else 1)
     tp, pp, cp, vp, ep = layout.tp, layout.pp, layout.cp, layout.vp, layout.ep
@@ -153,6 +169,7 @@ def training_memory(
         else:
             order = [(k, i, 0) for k, i in schedule(schedule_name)(pp, m, p)]
         totals = [0.0, 0.0, 0.0, 0.0]
+        step_only = 0.0
         kept_of = in_flight_by_chunk(list(order), vp)
         for c in range(vp):
             virtual = c * pp + p
@@ -168,7 +185,10 @@ def training_memory(
                 w, g, o, a = unit_memory(unit, policy, recompute=recompute, **where)
                 for i, v in enumerate((w, g, o, a * kept_of[c])):
                     totals[i] += v
-        out.append(StageMemory(p, *totals, layers=split.stage_layers(p)))
+                step_only += step_grad_memory(unit, policy, zero=zero, replicas=layout.replicas, ep=ep)
+        # the fp32 gradient shard of the step is not kept with the rest of the optimizer state
+        totals[2] -= step_only
+        out.append(StageMemory(p, *totals, layers=split.stage_layers(p), step_only=step_only))
     return out
 
 
@@ -209,11 +229,34 @@ def unit_memory(
         kept = [o.activation_bytes for o in ops]
     else:
         kept = [o.activation_bytes / (tp if sp and o.kind == "norm" else 1) for o in ops]
+    modules = recompute_modules(recompute)
+    if modules and not isinstance(unit, Part):  # selective:MODULES (costs.recomputed_kept)
+        kept = [recomputed_kept(o, k, modules) for o, k in zip(ops, kept, strict=True)]
     if recompute == "full" and not isinstance(unit, Part):
         activations = kept[0] if kept else 0.0  # only the block's input stays (norm1's saved input)
     else:
         activations = float(sum(kept))  # selective: a FlashAttention core keeps no score matrix to drop
     return weights, grads, optimizer, activations
+
+
+def step_grad_memory(unit: Any, policy: Any, *, zero: int, replicas: int, ep: int = 1) -> float:
+    """Bytes of the fp32 main-gradient shard copy one rank makes at the optimizer step for ``unit``'s parameters.
+
+    ``policy.step_grad_bytes`` per parameter (4 with 16-bit main gradients under Megatron-Core, else 0;
+    :mod:`hcsim.workload.models.precision`), sharded as the optimizer state is; freed by the next
+    iteration's ``zero_grad``, so never held together with activations (:attr:`StageMemory.total`).
+    """
+    from hcsim.workload.parallel.costs import Part
+
+    if not policy.step_grad_bytes:
+        return 0.0
+    parts = [unit] if isinstance(unit, Part) else [p for p in (unit.attention, unit.mlp, unit.experts) if p]
+    total = 0.0
+    for part in parts:
+        for o, _ in part.fwd_ops:
+            shards = replicas // ep if o.kind == "experts" else replicas
+            total += o.params * zero_shards(0.0, 0.0, policy.step_grad_bytes, zero, shards)[2]
+    return total
 
 
 def _split(layers: int, layout: Layout, split: Any) -> Any:

@@ -31,7 +31,7 @@ def optimizer_bytes_per_param(precision: Any) -> float:
     """
     g, s, p = precision.grad_bytes, precision.optimizer_bytes, precision.param_bytes
     norm = g
-    if precision.name == "fp32":  # the weight is the master: Adam reads and writes it, nothing to copy
+    if precision.master_bytes == 0:  # the weight is the master: Adam reads and writes it, nothing to copy
         return norm + (g + s + p) + (s + p)
     return norm + (g + s) + s + (MASTER_BYTES + p)
 

@@ -1,0 +1,34 @@
+"""``hcsim run`` flags for recipe settings the layout does not carry: ``--recompute-modules``,
+``--optimizer-dtype``, ``--fp8-param-gather`` (docs/training-features.md). Bad values are one line,
+exit 2, before anything is built; a DGX layout that does not fit is refused in one line."""
+
+from __future__ import annotations
+
+import pytest
+from clitools import assert_refused, run_here
+
+DGX = ["run", "--system", "dgx-h100", "--xpus", "8", "--model", "llama2-7b", "--calibration", "dgx-h100", "--fast"]
+
+
+@pytest.mark.parametrize(
+    "extra,needles",
+    [(["--precision", "bf16", "--recompute-modules", "moe"], ("recompute module 'moe' is not modelled",)),
+     (["--precision", "bf16", "--recompute-modules", "qkv"], ("recompute module 'qkv' is unknown", "moe_act")),
+     (["--precision", "bf16", "--recompute", "full", "--recompute-modules", "moe_act"],
+      ("--recompute-modules needs --recompute selective",)),
+     (["--precision", "fp16", "--optimizer-dtype", "bf16"], ("--optimizer-dtype needs --precision bf16 or fp8",)),
+     (["--precision", "bf16", "--fp8-param-gather"], ("fp8_param_gather needs precision fp8",))],
+)  # fmt: skip
+def test_bad_recipe_flags_are_one_line(extra, needles):
+    assert_refused(run_here(*DGX, *extra), *needles)
+
+
+def test_a_layout_that_does_not_fit_stays_one_line():
+    """GPT-OSS-120B at micro-batch 4 on 64 H100s, with its recipe's recompute modules: still 94.7 GiB."""
+    line = assert_refused(
+        run_here("run", "--system", "dgx-h100", "--xpus", "64", "--model", "gpt-oss-120b", "--precision", "bf16",
+                 "--parallel", "tp=1,pp=4,ep=8", "--micro-batch", "4", "--microbatches", "8", "--sequence", "4096",
+                 "--recompute-modules", "layernorm,moe_act", "--calibration", "dgx-h100", "--fast", "--json"),
+        "each rank of pipeline stage 0 needs", "but an XPU has 80.0 GiB",
+    )  # fmt: skip
+    assert "activations 57.7" in line
