@@ -161,3 +161,26 @@ def test_a_1024_npu_grid_imports_and_loads_compactly(tmp_path: Path, yaml: str, 
     assert text.count("<route ") < 2 * links and out.stat().st_size < 3_000_000  # explicit: 523,776 routes
     proc = subprocess.run([*CLI, "platform", "check", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0 and "1024 hosts" in proc.stdout, proc.stderr
+
+
+def test_run_fast_folds_an_imported_grid(tmp_path: Path) -> None:
+    """``run --platform grid.yml --fast``: the exact run's time, and the ring closed form.
+
+    Ring dimension first (500 ns < 1000 ns): a ring step inside a line takes one ring link; from the
+    last NPU of a line to the first of the next, the ring's wrap-around link and two switch links, on
+    links no other flow of the step uses: 2(N-1) steps of (2500 ns + S / (N x 50 GiB/s)).
+    """
+    import json
+
+    net = tmp_path / "net.yml"
+    net.write_text("topology: [ Ring, Switch ]\nnpus_count: [ 4, 8 ]\nbandwidth: [ 200, 50 ]\nlatency: [ 500, 1000 ]\n")
+    args = ["run", "--platform", str(net), "--workload", "allreduce", "--bytes", "1MiB", "--iterations", "1", "--json"]
+    fast = subprocess.run([*CLI, *args, "--fast"], capture_output=True, text=True)
+    exact = subprocess.run([*CLI, *args], capture_output=True, text=True)
+    assert fast.returncode == 0 and exact.returncode == 0, fast.stderr + exact.stderr
+    f, e = json.loads(fast.stdout), json.loads(exact.stdout)
+    assert f["folded_from"] == 32 and f["simulated_xpus"] < 32 and e["simulated_xpus"] == 32
+    n = 32
+    closed = 2 * (n - 1) * (2500e-9 + 2**20 / (n * 50 * 2**30))
+    assert e["makespan_s"] == pytest.approx(closed, rel=1e-9)
+    assert f["makespan_s"] == pytest.approx(e["makespan_s"], rel=1e-12)
