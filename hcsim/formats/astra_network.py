@@ -9,8 +9,9 @@ NPUs along a dimension forms one building block.
 :func:`read_astra_network` parses a file; :func:`astra_network_topology` validates the
 parsed mapping and assembles the topology (NPUs as XPUs ``npuNN`` ranked by id).
 :func:`compile_astra_network` writes it as SimGrid XML with routes by rule where the
-shape allows (:func:`compact_routing`: a switch as one ``Cluster`` zone, a ring as a
-``DijkstraCache`` zone of neighbour routes), else through the compiler's explicit routes.
+shape allows (:func:`compact_routing`: a switch as one ``Cluster`` zone, a ring or a grid of
+several dimensions as a ``DijkstraCache`` zone of one route per link, :mod:`.astra_routes`),
+else through the compiler's explicit routes.
 
 Invariants: links and latencies are ASTRA-sim's; routes are hcsim's (latency-weighted
 shortest paths), identical to ASTRA-sim's for one dimension, and the compact XML takes
