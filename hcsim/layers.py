@@ -150,6 +150,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.formats.workload_files", "`hcsim run --workload NAME|FILE`: named, JSON, Chakra or AICB"),
             ("hcsim.formats.aicb", "SimAI / AICB workload text files to workload graphs"),
             ("hcsim.formats.astra_network", "ASTRA-sim network YAML (Ring, FullyConnected, Switch) to a topology"),
+            ("hcsim.formats.astra_routes", "routes by rule of imported grids: the order SimGrid's Dijkstra numbers"),
             ("hcsim.formats.infragraph", "InfraGraph files, expanded by the `infragraph` package, to a topology"),
             ("hcsim.formats.graphml", "topologies as GraphML (`read_graphml`, `write_graphml`), igraph's names"),
             ("hcsim.formats.topology_files", "recognise a topology file's format by its content and read it"),

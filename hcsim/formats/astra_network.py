@@ -9,8 +9,9 @@ NPUs along a dimension forms one building block.
 :func:`read_astra_network` parses a file; :func:`astra_network_topology` validates the
 parsed mapping and assembles the topology (NPUs as XPUs ``npuNN`` ranked by id).
 :func:`compile_astra_network` writes it as SimGrid XML with routes by rule where the
-shape allows (:func:`compact_routing`: a switch as one ``Cluster`` zone, a ring as a
-``DijkstraCache`` zone of neighbour routes), else through the compiler's explicit routes.
+shape allows (:func:`compact_routing`: a switch as one ``Cluster`` zone, a ring or a grid of
+several dimensions as a ``DijkstraCache`` zone of one route per link, :mod:`.astra_routes`),
+else through the compiler's explicit routes.
 
 Invariants: links and latencies are ASTRA-sim's; routes are hcsim's (latency-weighted
 shortest paths), identical to ASTRA-sim's for one dimension, and the compact XML takes
@@ -22,13 +23,22 @@ from __future__ import annotations
 
 import math
 import os
-from itertools import combinations, product
+from itertools import combinations
 from typing import Any
 
 from lxml import etree
 
 from hcsim.errors import HcsimError
 from hcsim.files import temporary_beside
+from hcsim.formats.astra_routes import (
+    GB,
+    grid_lines,
+    grid_route_order,
+    grid_spec,
+    npu_names,
+    ring_route_order,
+    route_ranks,
+)
 from hcsim.platform.compiler import (
     NETWORK_CONFIG,
     PRECISIONS,
@@ -56,7 +66,6 @@ __all__ = [
 ]
 
 BLOCKS = ("Ring", "FullyConnected", "Switch")
-GB = 2.0**30  # ASTRA-sim's GB in GB/s
 
 
 MAX_NPUS = 65536
@@ -161,23 +170,15 @@ def _assemble(blocks: list[str], counts: list[int], bws: list[float], lats: list
     # (an NPU relays between its dimensions, as in ASTRA-sim); only a lone switch never needs an NPU between
     direct = any(b != "Switch" for b in blocks) or sum(1 for c in counts if c > 1) > 1
     topo = Topology(name=f"astra-{'-'.join(blocks)}-{shape}", system="astra-sim", host_transit=direct)
-    width = len(str(total - 1))
-    names = [f"npu{i:0{width}d}" for i in range(total)]
+    names = npu_names(counts)
     for i, name in enumerate(names):
         topo.add_xpu(name, xpu, rank=i)
-    strides = [math.prod(counts[:d]) for d in range(dims)]
     for d in range(dims):
         n, bw, lat = counts[d], bws[d] * GB, lats[d] * 1e-9
-        others = [range(counts[k]) for k in range(dims) if k != d]
-        for coords in product(*others):
-            base = 0
-            it = iter(coords)
-            for k in range(dims):
-                if k != d:
-                    base += next(it) * strides[k]
-            line = [names[base + i * strides[d]] for i in range(n)]
-            if n < 2:
-                continue
+        if n < 2:
+            continue
+        for base, ids in grid_lines(counts, d):
+            line = [names[i] for i in ids]
             kind = blocks[d]
             if kind == "Ring":
                 pairs = [(line[i], line[(i + 1) % n]) for i in range(n if n > 2 else 1)]
@@ -189,6 +190,15 @@ def _assemble(blocks: list[str], counts: list[int], bws: list[float], lats: list
                 pairs = [(x, sw) for x in line]
             for a, b in pairs:
                 topo.add_link(a, b, bw, lat, link_kind=f"dim{d}")
+    # what the network was imported from: compact_routing writes a grid's routes by rule (hcsim.formats.astra_routes)
+    spec = {"topology": list(blocks), "npus_count": list(counts), "bandwidth": list(bws), "latency": list(lats)}
+    topo.graph["astra_network"] = spec
+    if sum(1 for c in counts if c > 1) > 1:
+        # several dimensions: routed as SimGrid's Dijkstra zone routes them (hcsim.formats.astra_routes),
+        # each way from its own source, ties to the node SimGrid numbers first
+        topo.graph["routes_from_source"] = True
+        for node, rank in route_ranks(spec).items():
+            topo.nodes[node]["route_rank"] = rank
     return topo.validate()
 
 
@@ -202,10 +212,14 @@ def compact_routing(topology: Topology) -> str | None:
     down-link, the only path there is); ``"DijkstraCache"`` for 3 or more XPUs in one cycle
     of equal links, in the order of their names, that XPUs route through (routes declared
     between neighbours only; SimGrid takes the fewest-hop path, which on equal links is the
-    latency-shortest one, and breaks ties as hcsim's router does: :func:`_ring_route_order`).
-    Anything else (a full mesh, several dimensions, memory nodes,
-    pinned routes or zones) keeps the compiler's explicit routes.
+    latency-shortest one, and breaks ties as hcsim's router does: :func:`~hcsim.formats.astra_routes.ring_route_order`);
+    ``"DijkstraCache"`` too for an imported grid of several dimensions, Switches and at most
+    one Ring or FullyConnected (:func:`~hcsim.formats.astra_routes.grid_spec`: one route per
+    link, switches as routers). Anything else (a full mesh, a torus, memory nodes, pinned
+    routes or zones) keeps the compiler's explicit routes.
     """
+    if grid_spec(topology) is not None:
+        return "DijkstraCache"
     nodes = topology.number_of_nodes()
     xpus = topology.nodes_of("xpu")
     if topology.routes() or topology.gateways() or any(z for _, z in topology.nodes(data="zone", default="")):
@@ -224,28 +238,6 @@ def compact_routing(topology: Topology) -> str | None:
         if along and topology.graph.get("host_transit") and len(values) == 1:
             return "DijkstraCache"
     return None
-
-
-def _ring_route_order(ring: list[str]) -> list[tuple[str, str]]:
-    """The ring's links in the order that makes SimGrid's Dijkstra break ties as hcsim's router does.
-
-    SimGrid numbers a Dijkstra zone's nodes in the order routes first name them, and of two
-    equally short paths keeps the one whose last hop comes from the lower-numbered node. Between
-    opposite NPUs of an even ring (the only ties), hcsim's router (ties to the first path in
-    sorted node order) arrives from the neighbour nearer to NPU 0 round the ring, or the
-    lower-numbered of two equally near. So the nodes are named in the order
-    (distance from NPU 0, index): each link below brings in one new node, the last closes the ring.
-    """
-    n = len(ring)
-    order = sorted(range(n), key=lambda i: (min(i, n - i), i))
-    seen, links = {order[0]}, []
-    for i in order[1:]:
-        j = next(k for k in ((i - 1) % n, (i + 1) % n) if k in seen)
-        links.append((min(i, j), max(i, j)))
-        seen.add(i)
-    every = {(min(i, (i + 1) % n), max(i, (i + 1) % n)) for i in range(n)}
-    links += sorted(every - set(links))
-    return [(ring[a], ring[b]) for a, b in links]
 
 
 def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, precision: str = "fp32") -> CompileStats:
@@ -281,6 +273,10 @@ def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, p
                     for x in hosts:
                         xf.write(_host_element(topology.nodes[x], x, precision), "\n")
                         stats.hosts += 1
+                    spec = grid_spec(topology) if routing == "DijkstraCache" else None
+                    for sw in sorted(topology.nodes_of("switch")) if spec else ():
+                        xf.write(etree.Element("router", id=sw), "\n")
+                        stats.routers += 1
                     links = list(topology.iter_links())
                     for a, b, data in links:
                         xf.write(_link_element(a, b, data), "\n")
@@ -294,10 +290,8 @@ def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, p
                             xf.write(etree.Element("host_link", id=npu, up=f"{name}_{up}", down=f"{name}_{down}"), "\n")
                             stats.routes += 1
                     else:
-                        for a, b in _ring_route_order(hosts):  # a < b: the link's UP direction goes a -> b
-                            route = etree.Element("route", src=a, dst=b, symmetrical="YES")
-                            etree.SubElement(route, "link_ctn", id=link_id(a, b), direction="UP")
-                            xf.write(route, "\n")
+                        for a, b in grid_route_order(spec) if spec else ring_route_order(hosts):
+                            xf.write(_route_element(topology, a, b), "\n")
                             stats.routes += 1
         os.replace(tmp, path)
     except BaseException:
@@ -305,6 +299,17 @@ def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, p
             os.unlink(tmp)
         raise
     return stats
+
+
+def _route_element(topology: Topology, a: str, b: str) -> Any:
+    """The route over the link ``a``--``b`` both ways; ``a == b`` (a switch): one way over its first link, naming it."""
+    if a == b:
+        b = min(topology.adj[a])
+        route = etree.Element("route", src=a, dst=a, symmetrical="NO")
+    else:
+        route = etree.Element("route", src=a, dst=b, symmetrical="YES")
+    etree.SubElement(route, "link_ctn", id=link_id(a, b), direction="UP" if a < b else "DOWN")
+    return route
 
 
 def _host_element(data: dict[str, Any], name: str, precision: str) -> Any:

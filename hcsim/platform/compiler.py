@@ -271,7 +271,11 @@ class _Writer:
             if gw not in endpoints:
                 endpoints.append(gw)
         for (src, dst), path in sorted(self.router.local_routes(zone, endpoints).items()):
-            self.route("route", path, src=src, dst=dst)
+            if self.router.from_source and not self.router.pinned:  # each way its own route (hcsim.platform.routing)
+                self.route("route", path, src=src, dst=dst, symmetrical="NO")
+                self.route("route", self.router.gateway_path(zone, dst, src), src=dst, dst=src, symmetrical="NO")
+            else:
+                self.route("route", path, src=src, dst=dst)
 
     def _inner_zone(self, zone: str, members: list[str], children: list[str]) -> None:
         # SimGrid's DTD order inside a zone: sub-zones, then links, then routes

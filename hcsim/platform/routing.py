@@ -5,7 +5,13 @@ the compiler, the tests and the engine share: weight = latency; ties go to fewer
 then to the smaller sum of 1/bandwidth, then to the first path in a graph built in
 sorted node order. Hosts are never transit unless ``graph["host_transit"]`` is set (ring
 topologies, tori); a pinned route (:meth:`Topology.set_route`) replaces the computed
-one. With zones, a route is composed as SimGrid resolves it (inside a zone, then
+one. A route is computed from the smaller name and taken both ways, unless
+``graph["routes_from_source"]`` is set (imported multi-dimensional networks): then each
+direction is computed from its own source, as SimGrid's Dijkstra zones do, and where the
+nodes have a ``route_rank``, of equally short paths the one whose every hop comes from the
+lowest-ranked node it could come from (SimGrid's own tie rule, ranks being its node
+numbers: hcsim.formats.astra_routes). With zones, a
+route is composed as SimGrid resolves it (inside a zone, then
 between the gateways of sibling zones), which equals the global shortest path whenever
 inter-zone traffic must pass through the gateways, as in the paper's systems.
 
@@ -55,6 +61,12 @@ class Router:
         self.gateways = topology.gateways()
         self.pinned = topology.routes()
         self.transit = bool(topology.graph.get("host_transit", False))
+        self.from_source = bool(topology.graph.get("routes_from_source", False))
+        # SimGrid's Dijkstra rule for ties, where a topology numbers its nodes (route_rank): module doc
+        self.ranks: dict[str, int] = {}
+        if self.from_source:
+            self.ranks = {n: r for n, r in topology.nodes(data="route_rank") if r is not None}
+        self._distances: dict[tuple[int, str], dict[str, int]] = {}
         # hosts looked up once: the Dijkstra weight below asks for every edge it relaxes
         self._hosts = frozenset(n for n in topology.nodes if topology.is_host(n))
         self._zone_of = topology.zone_of()
@@ -93,7 +105,10 @@ class Router:
                 return None
             return d["w"]
 
-        _, paths = nx.single_source_dijkstra(graph, source, weight=weight)
+        if self.ranks:
+            paths = self._ranked_paths(graph, source, targets, weight)
+        else:
+            _, paths = nx.single_source_dijkstra(graph, source, weight=weight)
         out = {}
         for t in targets:
             if t == source:
@@ -103,6 +118,29 @@ class Router:
                     f"no path between '{source}' and '{t}' (connect them with links, or check zones and gateways)"
                 )
             out[t] = paths[t]
+        return out
+
+    def _ranked_paths(self, graph: nx.Graph, source: str, targets: Iterable[str], weight) -> dict[str, list[str]]:  # noqa: ANN001
+        """Shortest paths whose every hop comes from the lowest-ranked of the nodes it could come from (module doc)."""
+        key = (id(graph), source)
+        if key not in self._distances:
+            self._distances[key] = nx.single_source_dijkstra_path_length(graph, source, weight=weight)
+        dist = self._distances[key]
+        ranks = self.ranks
+        out = {}
+        for t in targets:
+            if t not in dist:
+                continue
+            path = [t]
+            while path[-1] != source:
+                v = path[-1]
+                path.append(
+                    min(
+                        (u for u in graph.adj[v] if u in dist and dist[u] + graph.edges[u, v]["w"] == dist[v]),
+                        key=lambda u: (ranks.get(u, len(ranks)), u),
+                    )
+                )
+            out[t] = path[::-1]
         return out
 
     def _zone_graph(self, zone: str) -> nx.Graph:
@@ -149,6 +187,8 @@ class Router:
             if self.tree[za]:
                 raise HcsimError(f"'{src}' and '{dst}' are routers of zone '{za}'; routes join hosts")
             lo, hi = (src, dst) if src < dst else (dst, src)
+            if self.from_source and not self.pinned:
+                return tuple(self.gateway_path(za, src, dst))
             p = self.pinned_or(lo, hi, self.gateway_path(za, lo, hi))
             return tuple(p if lo == src else reversed(p))
         common = common_zone(za, zb)
@@ -161,9 +201,11 @@ class Router:
         return tuple(head[:-1]) + tuple(mid) + tuple(tail[1:])
 
     def gateway_path(self, zone: str, a: str, b: str) -> list[str]:
-        """Route between two nodes over ``zone``'s own graph, computed from the smaller name."""
+        """Route between two nodes over ``zone``'s own graph, from the smaller name (or from ``a``: module doc)."""
         if a == b:
             return [a]
+        if self.from_source and not self.pinned:
+            return self.shortest_paths(self.zone_graph(zone), a, [b])[b]
         lo, hi = (a, b) if a < b else (b, a)
         p = self.shortest_paths(self.zone_graph(zone), lo, [hi])[hi]
         return p if lo == a else p[::-1]

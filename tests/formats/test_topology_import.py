@@ -89,7 +89,7 @@ def test_switches_in_two_dimensions_relay_through_npus(tmp_path: Path) -> None:
     """Two Switch dimensions: NPUs of different lines meet through an NPU (it was 'no path' before)."""
     spec = {"topology": ["Switch", "Switch"], "npus_count": [4, 4], "bandwidth": [400.0, 100.0], "latency": [100, 1000]}
     topo = astra_network_topology(spec)
-    assert topo.graph["host_transit"] and compact_routing(topo) is None
+    assert topo.graph["host_transit"] and compact_routing(topo) == "DijkstraCache"  # tests/formats/test_astra_routes.py
     p = Router(topo).path("npu00", "npu05")  # (0, 0) -> (1, 1): one switch of each dimension, 4 links
     assert len(p) == 5 and path_latency(topo, p) == pytest.approx(2 * 100e-9 + 2 * 1000e-9)
     (t,) = lone(tmp_path, topo, [("npu00", "npu05")])
@@ -253,7 +253,10 @@ def test_concurrent_transfers_take_the_explicit_time(kind: str, n: int, pairs, l
         (_net("Ring", 3), "DijkstraCache"),
         (_net("Ring", 2), None),  # one link: nothing to route by rule
         (_net("FullyConnected", 8), None),  # N(N-1)/2 links: one route per pair is what it has
-        ({"topology": ["Switch", "Switch"], "npus_count": [4, 4], "bandwidth": [1, 1], "latency": [1, 1]}, None),
+        (
+            {"topology": ["Switch", "Switch"], "npus_count": [4, 4], "bandwidth": [1, 1], "latency": [1, 1]},
+            "DijkstraCache",  # a grid: hcsim.formats.astra_routes
+        ),
         (
             {"topology": ["Ring", "Switch"], "npus_count": [4, 1], "bandwidth": [1, 1], "latency": [1, 1]},
             "DijkstraCache",
