@@ -164,7 +164,7 @@ def _validate(data: object, where: str) -> tuple[list[str], list[int], list[floa
 
 def _assemble(blocks: list[str], counts: list[int], bws: list[float], lats: list[float], xpu: str | Device) -> Topology:
     """The topology of checked dimensions: NPUs in row-major order, each dimension's blocks along its lines."""
-    dims, total = len(blocks), math.prod(counts)
+    dims = len(blocks)
     shape = "x".join(str(c) for c in counts)
     # Ring and FullyConnected route through NPUs, and so does every route from one line of NPUs to another
     # (an NPU relays between its dimensions, as in ASTRA-sim); only a lone switch never needs an NPU between
