@@ -144,7 +144,9 @@ def _check_applies(args: argparse.Namespace) -> None:
                 raise HcsimError(f"{flag} applies to --workload allreduce|llama2-13b, not --model ({instead})")
     if args.platform and not args.system:
         if args.platform.lower().endswith(NETWORK_FILES):  # --mix: its NPUs' type; --xpus said by _imported_network
-            refuse_system_flags(args, f"--platform {args.platform} (an imported network)", allow=("mix", "xpus"))
+            # --link-bandwidth/--link-latency: an InfraGraph file's links that declare none (import_topology checks)
+            allow = ("mix", "xpus", "link_bandwidth", "link_latency")
+            refuse_system_flags(args, f"--platform {args.platform} (an imported network)", allow=allow)
         else:
             refuse_system_flags(args, "--platform FILE.xml (the file fixes the system)")
     if args.allow_spill and args.system not in DGX_SYSTEMS:
@@ -423,7 +425,9 @@ def _imported_network(args: argparse.Namespace) -> Topology | None:
     for flag, value in given:
         if value is not None:
             raise HcsimError(f"{flag} does not apply to an imported network ('{args.platform}' gives its NPUs)")
-    return import_topology(args.platform, xpu=args.mix or "H100")
+    return import_topology(
+        args.platform, xpu=args.mix or "H100", link_bandwidth=args.link_bandwidth, link_latency=args.link_latency
+    )
 
 
 def _compile_imported(topology: Topology, folder: str) -> str:

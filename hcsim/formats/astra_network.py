@@ -28,7 +28,7 @@ from typing import Any
 from lxml import etree
 
 from hcsim.errors import HcsimError
-from hcsim.files import temporary_beside
+from hcsim.files import load_yaml, temporary_beside
 from hcsim.platform.compiler import (
     NETWORK_CONFIG,
     PRECISIONS,
@@ -81,7 +81,7 @@ def read_astra_network(path: str | os.PathLike[str], xpu: str | Device = "H100")
     path = os.fspath(path)
     try:
         with open(path) as f:
-            data = yaml.safe_load(f)
+            data = load_yaml(f.read(), f"ASTRA-sim network file '{path}'")  # a key given twice is refused
     except FileNotFoundError:
         raise HcsimError(f"ASTRA-sim network file '{path}' does not exist") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
