@@ -7,7 +7,8 @@ the device itself); an empty path. :func:`check_distinct` refuses two outputs of
 command on the same file, or an output on one of its inputs (through symbolic and hard
 links too). :func:`atomic_path`, :func:`atomic_write_text` and :func:`temporary_beside`
 write to a temporary file beside the target, created only when the writing starts, and
-rename it at the end. :func:`load_yaml` reads YAML refusing duplicate keys and documents too large
+rename it at the end; :func:`anonymous_file` is a scratch file with no name on disk.
+:func:`load_yaml` reads YAML refusing duplicate keys and documents too large
 (in characters, or in values once aliases are expanded).
 
 Invariants: a crash or Ctrl-C leaves either the old file or the whole new one, never half
@@ -25,7 +26,7 @@ import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, BinaryIO
 
 from hcsim.errors import HcsimError
 
@@ -38,6 +39,7 @@ __all__ = [
     "atomic_path",
     "atomic_write_text",
     "temporary_beside",
+    "anonymous_file",
     "load_yaml",
     "expanded_size",
     "MAX_YAML_CHARS",
@@ -245,6 +247,30 @@ def atomic_path(path: PathLike, suffix: str = ".tmp") -> Iterator[str]:
             os.unlink(tmp)
         if not done:
             _remove_directories(created)
+
+
+@contextmanager
+def anonymous_file(name: str) -> Iterator[tuple[BinaryIO, str]]:
+    """A scratch file on no file system: ``(its binary handle, a path that opens it)``, gone at the block's end.
+
+    For what hcsim writes only to hand to SimGrid by path (a compiled platform): on Linux
+    it is a ``memfd_create`` file, opened as ``/proc/self/fd/N`` here and in the forked
+    simulation process (which inherits the descriptor). No name exists on disk, so even a
+    SIGKILL leaves nothing behind: the kernel frees the file with its last descriptor.
+    Elsewhere it is ``name`` in a private temporary directory, removed at the block's end.
+    Flush the handle before the path is read.
+    """
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        f = os.fdopen(os.memfd_create(name), "w+b")
+        try:
+            yield f, f"/proc/self/fd/{f.fileno()}"
+        finally:
+            f.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="hcsim-") as tmp:
+        path = os.path.join(tmp, name)
+        with open(path, "w+b") as f:
+            yield f, path
 
 
 @contextmanager

@@ -16,11 +16,10 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 
 from hcsim.errors import HcsimError
-from hcsim.files import check_outputs
+from hcsim.files import anonymous_file, check_outputs
 from hcsim.units import parse_bytes
 
 __all__ = ["MAX_REQUESTS", "MAX_TOKENS", "kv_capacity", "main"]
@@ -181,9 +180,8 @@ def main(args: argparse.Namespace) -> int:
                          "(valid: a model without one)")  # fmt: skip
     requests = fc.synthetic_requests(args.requests, args.rate, prompt, output, args.seed)
     topo = build_topology(args)
-    with tempfile.TemporaryDirectory() as tmp:
-        platform = os.path.join(tmp, "p.xml")
-        compile_platform(topo, platform)
+    with anonymous_file("platform.xml") as (f, platform):  # on no disk: a SIGKILL leaves nothing behind
+        compile_platform(topo, f)
         xpus = platform_xpus(platform)
         tp = check_inference(spec, len(xpus), batch=1, context=1, tp=args.tp)
         groups = [xpus[i : i + tp] for i in range(0, len(xpus), tp)]
