@@ -6,7 +6,8 @@ front, ``PYTHONPATH=.`` or ``$`` before, ``\\`` continuations joined), and the e
 of README.md's command table. Each is listed in :data:`HOW` with how it is checked:
 
 * ``fast``: run, in the page's order, in one fresh copy of the repository per page
-  (so ``platform check p.xml`` finds the ``p.xml`` an earlier line wrote); exit 0;
+  (so ``platform check p.xml`` finds the ``p.xml`` an earlier line wrote); exit 0; a
+  command two pages hold (:data:`ONCE`) runs once, the other page getting the files it wrote;
 * ``slow``: the same, in the slow suite (``@pytest.mark.slow``);
 * a sentence (why it cannot run here: hours of work, a Dask scheduler on another
   machine, a download): its script or subcommand exists and its ``--help`` names every
@@ -48,7 +49,6 @@ HOW: dict[str, str] = {
     "hcsim platform build cxl --xpus 4096 -o p.xml": "slow",
     "hcsim platform import examples/astra-sim/HGX-H100.yml -o p.xml": "fast",
     "hcsim run --system cxl --xpus 1024 --workload llama2-13b --iterations 2 --fast": "fast",
-    "hcsim collective --system cxl --xpus 64 --algorithm all --sizes 1KiB:1GiB": "slow",
     "hcsim sweep examples/sweeps/allreduce.yaml -j 2": "slow",
     "hcsim serve --gpu v100 --rho 0.7": "fast",
     "hcsim run --system cxl --xpus 8 --model llama3-70b --inference --batch 8 --context 4096": "fast",
@@ -151,6 +151,7 @@ ONCE = {
     "hcsim run --system cxl --xpus 1024 --workload llama2-13b --iterations 2 --fast",
     "hcsim sweep examples/sweeps/allreduce.yaml -j 2",
     "hcsim serve --gpu v100 --rho 0.7",
+    "hcsim collective --system cxl --xpus 64 --algorithm all --sizes 1KiB:4GiB --out results/coll",
 }
 """Commands that two pages hold and that read only the repository's own files (no file an earlier
 line writes): run once per test session; the other page gets the files that run wrote (same
