@@ -1,6 +1,9 @@
 """Imported from a .pth file at interpreter start: preload libsimgrid so ``import simgrid`` works.
 
-Never raises: a broken or missing SimGrid must not stop Python itself from starting.
+``scripts/bootstrap.sh`` installs the ``.pth`` file into the venv; the extension pip
+builds has no rpath to ``libsimgrid.so``, so it is loaded here by absolute path
+(:func:`hcsim.simgrid_runtime.libsimgrid_path`). Never raises: a broken or missing
+SimGrid must not stop Python itself from starting.
 """
 
 try:

@@ -11,8 +11,6 @@ give the same bytes.
 
 Example::
 
-    from hcsim.outputs import ChromeTrace, write_csv, write_json
-
     write_csv("jobs.csv", [{"job": 1, "latency_s": 0.25}])
     write_json("summary.json", {"makespan_s": 12.5})
     trace = ChromeTrace()

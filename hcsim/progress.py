@@ -1,7 +1,9 @@
 """Progress bars that show on terminals and stay silent otherwise (CI, pipes, log files).
 
 One helper for every long job: sweeps (points done), simulations (iterations done and
-simulated time) and trace readers (rows read), so they all look and behave alike.
+simulated time) and trace readers (rows read), so they all look and behave alike. A bar
+writes to stderr only, so no output file or JSON on stdout changes with it; docs/cli.md,
+"Progress and what is printed".
 """
 
 from __future__ import annotations

@@ -14,11 +14,9 @@
   turns it off; per run, ``EngineOptions.raw_contexts``): safe with one actor, whose
   frames are pushed on the main thread's when it starts and all popped when it ends,
   with only C++ running while it is switched out. Results are the same under both
-  (``tests/engine/test_determinism.py``). :func:`settings` is the one reader of hcsim's
-  environment variables.
+  (``tests/engine/test_determinism.py``). :func:`settings` reads hcsim's environment.
 
-Guide: docs/workloads-and-engine.md, "Simulation speed"; the measurements behind pinning
-and raw contexts: docs/history.md, "One CPU per simulation, raw contexts".
+Guide: docs/workloads-and-engine.md, "Simulation speed"; measurements: docs/history.md.
 """
 
 from __future__ import annotations
@@ -159,15 +157,20 @@ def pin_to_free_cpu() -> None:
         pass
 
 
-def load_platform(path: str, *, one_actor: bool = False, config: tuple[str, ...] = ()) -> Any:
+def load_platform(
+    path: str, *, one_actor: bool = False, raw_contexts: bool | None = None, config: tuple[str, ...] = ()
+) -> Any:
     """A new Engine with ``path`` loaded; SimGrid's parse errors become one-line HcsimErrors.
 
     ``one_actor``: the simulation will run exactly one Python actor, which may then use
-    SimGrid's fast ``raw`` contexts (see the module docstring). ``config``: ``--cfg``
-    items (``"network/model:raw"``); they take precedence over the file's ``<config>``.
-    Keep the returned engine referenced while its hosts and links are used.
+    SimGrid's fast ``raw`` contexts (see the module docstring) if ``raw_contexts`` (a run's
+    option; ``None``: unless ``HCSIM_CONTEXTS=thread``). ``config``: ``--cfg`` items
+    (``"network/model:raw"``); they take precedence over the file's ``<config>``. Keep the
+    returned engine referenced while its hosts and links are used.
     """
-    fast = one_actor and settings().contexts != "thread"
+    if raw_contexts is None:
+        raw_contexts = settings().contexts != "thread"
+    fast = one_actor and raw_contexts
     engine = new_engine(*(["contexts/factory:raw"] if fast else []), *config)
     try:
         engine.load_platform(path)

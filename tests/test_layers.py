@@ -4,11 +4,16 @@
 * no import circle between modules;
 * every module on disk is in the layer list, and the list names no module that is gone;
 * no module is over 600 lines (the generated protobuf module aside);
+* every module docstring is 5-20 lines (what it holds, its invariant, a link);
 * docs/architecture.md and docs/api.md are what ``python scripts/gen_docs.py`` makes.
 
 Imports are read from the source (``ast``): ``import a.b``, ``from a import b`` (an edge
 to ``a`` and, if it is a module, to ``a.b``: Python runs both), relative imports, imports
-under ``TYPE_CHECKING`` and ``importlib.import_module("literal")``.
+under ``TYPE_CHECKING``, ``importlib.import_module("literal")``, and the tables of a module
+that imports by a computed name (``import_module(name)``): each string in it naming an
+hcsim module (``"hcsim.fast.system"``, ``"hcsim.cli.run:main"``) is an import. Each check
+is also run on a small package where it must fail, and the scan of hcsim must find the
+imports it is known to hold, so that no check passes by reading nothing.
 """
 
 from __future__ import annotations
@@ -77,8 +82,26 @@ def _imported_names(node: ast.AST, module: str, is_package: bool) -> list[str]:
     return []
 
 
+def _computed_import(node: ast.AST) -> bool:
+    """``import_module(x)`` / ``__import__(x)`` with ``x`` not a literal: a module named at run time."""
+    if not isinstance(node, ast.Call) or not node.args or isinstance(node.args[0], ast.Constant):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("import_module", "__import__")
+
+
+def computed_importers(root: Path, package: str = "hcsim") -> set[str]:
+    """The modules of ``package`` that import a module named at run time."""
+    found = set()
+    for module, path in find_modules(root, package).items():
+        if any(_computed_import(n) for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))):
+            found.add(module)
+    return found
+
+
 def find_imports(root: Path, package: str = "hcsim") -> list[Import]:
-    """Every import of one module of ``package`` by another (function-local ones too)."""
+    """Every import of one module of ``package`` by another (function-local and table-driven ones too)."""
     mods = find_modules(root, package)
 
     def resolve(name: str) -> str | None:
@@ -89,13 +112,38 @@ def find_imports(root: Path, package: str = "hcsim") -> list[Import]:
     out = set()
     for module, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for node in ast.walk(tree):
-            for name in _imported_names(node, module, path.name == "__init__.py"):
+        nodes = list(ast.walk(tree))
+        computed = any(_computed_import(n) for n in nodes)
+        for node in nodes:
+            names = _imported_names(node, module, path.name == "__init__.py")
+            if computed and isinstance(node, ast.Constant) and isinstance(node.value, str):
+                named = node.value.partition(":")[0]  # "hcsim.cli.run:main" names hcsim.cli.run
+                names = [named] if named in mods and named != package else []  # "hcsim" alone: a name
+            for name in names:
                 if name == package or name.startswith(package + "."):
                     target = resolve(name)
                     if target is not None and target != module:
                         out.add(Import(module, target, str(path.relative_to(root)), node.lineno))
     return sorted(out, key=lambda i: (i.importer, i.module, i.line))
+
+
+def long_modules(root: Path, package: str = "hcsim") -> dict[str, int]:
+    """Modules of ``package`` over :data:`MAX_LINES` lines (generated ones aside) -> their line counts."""
+    return {
+        name: n
+        for name, path in find_modules(root, package).items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES and name not in GENERATED
+    }
+
+
+def docstring_lines(root: Path, package: str = "hcsim") -> dict[str, int]:
+    """Module -> the lines of its docstring (0: none), generated modules aside."""
+    out = {}
+    for name, path in find_modules(root, package).items():
+        if name not in GENERATED:
+            text = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
+            out[name] = len(text.strip("\n").splitlines()) if text else 0
+    return out
 
 
 def upward_imports(imports: list[Import], layer: dict[str, int]) -> list[Import]:
@@ -147,13 +195,34 @@ def test_no_import_circle(imports):
 
 
 def test_no_module_over_600_lines():
-    long = {
-        name: n
-        for name, path in find_modules(ROOT).items()
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES and name not in GENERATED
-    }
-    bad = {name: n for name, n in long.items() if name not in KNOWN_LONG}
+    bad = {name: n for name, n in long_modules(ROOT).items() if name not in KNOWN_LONG}
     assert not bad, f"modules over {MAX_LINES} lines (split them): {bad}"
+
+
+def test_module_docstrings_are_5_to_20_lines():
+    bad = {name: n for name, n in docstring_lines(ROOT).items() if not 5 <= n <= 20}
+    assert not bad, (
+        "module docstrings outside 5-20 lines (what it holds, its invariant, a link; proofs go to docs/fast-paths.md "
+        f"or the layer's guide, measured figures to docs/benchmarks.md): {bad}"
+    )
+
+
+def test_the_scan_reads_hcsim(imports):
+    """The checks above hold because the scan reads hcsim's imports, not because it read none."""
+    edges = {(i.importer, i.module) for i in imports}
+    assert len(edges) > 500 and len({i.importer for i in imports}) > 0.8 * len(find_modules(ROOT))
+    assert ("hcsim.fast.system", "hcsim.platform.compiler") in edges  # a function-local import
+    assert ("hcsim", "hcsim.fast.system") in edges  # the public API's lazy table
+    assert ("hcsim.cli.main", "hcsim.cli.run") in edges  # the subcommand table ("module:function")
+    assert ("hcsim.engine.execution", "hcsim.engine.driver") in edges
+    assert len(docstring_lines(ROOT)) == len(find_modules(ROOT)) - len(GENERATED)
+
+
+def test_every_computed_import_is_known():
+    """A module naming what it imports at run time: a table the scan reads, or a user's plug-in."""
+    tables = {"hcsim": "the public API's lazy table", "hcsim.cli.main": "the subcommand table"}
+    plugins = {"hcsim.collectives.registry": "module:function algorithms", "hcsim.sweep.spec": "sweep functions"}
+    assert computed_importers(ROOT) == set(tables) | set(plugins)
 
 
 def test_known_exceptions_still_occur(imports):
@@ -216,6 +285,36 @@ def test_the_checks_find_an_upward_import_and_a_circle(tmp_path):
         ("hcsim.low.a", "hcsim.high.b", str(Path("hcsim/low/a.py")), 2),
     ]
     assert import_circles(imports) == [{"hcsim.high.b", "hcsim.low.a"}, {"hcsim.low.c", "hcsim.low.d"}]
+
+
+def test_the_checks_read_import_tables(tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "hcsim/__init__.py": "",
+            "hcsim/a.py": "import importlib\nT = {'x': 'hcsim.b', 'y': 'hcsim.c:main', 'z': 'hcsim.gone'}\n"
+            "def f(n):\n    return importlib.import_module(n)\n",
+            "hcsim/b.py": "X = 'hcsim.a'  # a string, not an import: b imports nothing by name\n",
+            "hcsim/c.py": "",
+        },
+    )
+    assert {(i.importer, i.module) for i in find_imports(root)} == {("hcsim.a", "hcsim.b"), ("hcsim.a", "hcsim.c")}
+    assert computed_importers(root) == {"hcsim.a"}
+
+
+def test_the_checks_find_a_long_module_and_a_bad_docstring(tmp_path):
+    body = "x = 1\n" * MAX_LINES
+    root = _package(
+        tmp_path,
+        {
+            "hcsim/__init__.py": '"""One.\n\nTwo.\nThree.\nFour."""\n',
+            "hcsim/fits.py": '"""A\n\nB\nC\nD\n"""\n' + body[: -len("x = 1\n") * 6],
+            "hcsim/long.py": '"""A\n\nB\nC\nD\n"""\n' + body,
+            "hcsim/formats/chakra/et_def_pb2.py": body * 2,
+        },
+    )
+    assert long_modules(root) == {"hcsim.long": MAX_LINES + 6}
+    assert docstring_lines(root) == {"hcsim": 5, "hcsim.fits": 5, "hcsim.long": 5}
 
 
 # ------------------------------------------------------------------ generated pages

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hcsim.workload.parallel.layout import Layout
+
 __all__ = [
     "BUCKETS",
     "PHASES",
@@ -73,8 +75,6 @@ def representatives(graph: Any) -> list[str]:
     Read from the graph's ``ranks`` (replica, stage, TP slice order) and ``layout``: the
     same XPUs in an exact run and in a folded one, which keeps whole replicas.
     """
-    from hcsim.workload.parallel.layout import Layout
-
     layout = Layout.parse(graph.graph["layout"])
     ranks = graph.graph["ranks"]
     return [ranks[p * layout.tp] for p in range(layout.pp)]

@@ -2,6 +2,9 @@
 
 * ``gemm_validation_rows``: DeepGEMM's FP8 table (H800 SXM5 = H100 SXM compute and HBM) against
   :func:`~hcsim.calibration.compute.gemm_seconds` (kernel time, no launch: DeepGEMM times kernels).
+* ``attention_check_rows``: Transformer Engine's own attention benchmark (cuDNN fused attention,
+  forward + backward kernel time on H100 SXM) against
+  :func:`~hcsim.calibration.compute.attention_seconds`.
 * ``nccl_check_rows``: nccl-tests bus bandwidths and small-message latencies (research notes
   section 5) against :func:`~hcsim.calibration.nccl.nccl_time` at NCCL's own choice.
 
@@ -13,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hcsim.calibration.compute import gemm_seconds
+from hcsim.calibration.compute import attention_seconds, gemm_seconds
 from hcsim.calibration.nccl import bus_factor, nccl_select, nccl_time
 from hcsim.calibration.schema import load_calibration
 
-__all__ = ["CheckRow", "gemm_validation_rows", "markdown", "nccl_check_rows"]
+__all__ = ["CheckRow", "attention_check_rows", "gemm_validation_rows", "markdown", "nccl_check_rows"]
 
 _DG = "DeepGEMM@327ec92:README.md (H800 SXM5, FP8 1x128 scaling)"
 # (M, N, K, measured TFLOP/s) from the research notes' copy of the DG table
@@ -67,6 +70,31 @@ def gemm_validation_rows() -> list[CheckRow]:
             notes.append("memory-bound in the model")
         note = "; ".join(notes)
         rows.append(CheckRow(f"{m} x {n} x {k}", measured, 2.0 * m * n * k / t / 1e12, "TFLOP/s", _DG, 0.75, note))
+    return rows
+
+
+_TE_ATTN = (
+    "TransformerEngine@08a85d3b:docs/examples/attention/attention.ipynb "
+    "(H100 80GB HBM3, TE 1.10, cuDNN 9.3; nsys kernel time, fwd + bwd, mean of 3)"
+)
+# (name, batch, seq, heads, head_dim, measured ms for cuDNN fwd + bwd): the notebook's test_1, test_3
+_TE_ATTN_ROWS = (
+    ("test_1: b2 h16 d128 s2048 causal", 2, 2048, 16, 128, 0.3664, 0.35,
+     "64 CTAs of 128 query rows x 16 heads x 2 (a third of a wave per CTA slot): launch- and fill-bound; "
+     "the model does not time grid under-fill"),
+    ("test_3: b2 h32 (GQA 4) d128 s8192 causal", 2, 8192, 32, 128, 7.4875, 0.15, ""),
+)  # fmt: skip
+
+
+def attention_check_rows(machine: str = "dgx-h100") -> list[CheckRow]:
+    """TE's attention benchmark (cuDNN fused attention, BF16, causal) against the attention model."""
+    calib = load_calibration(machine)
+    rows = []
+    for what, b, s, h, d, measured_ms, tol, note in _TE_ATTN_ROWS:
+        shape = (b, s, s, h, d, True)
+        passes = (attention_seconds(shape, p, calib, launch=False) for p in ("fwd", "bwd"))
+        ms = 1e3 * sum(passes)
+        rows.append(CheckRow(what, measured_ms, ms, "ms", _TE_ATTN, tol, note))
     return rows
 
 
@@ -204,6 +232,7 @@ def _summary(rows: list[CheckRow]) -> str:
 def markdown() -> str:
     """Both tables as docs/calibration.md embeds them (regenerated and compared by the tests)."""
     gemm = gemm_validation_rows()
+    attention = attention_check_rows()
     nccl = nccl_check_rows()
     return "\n".join(
         [
@@ -215,6 +244,12 @@ def markdown() -> str:
             _summary(gemm),
             "",
             *(f"* M = {m}: " + _summary([r for r in gemm if r.what.startswith(f"{m} x")]) for m in (64, 128, 4096)),
+            "",
+            "### CHECK: attention model vs Transformer Engine's attention benchmark (cuDNN, fwd + bwd)",
+            "",
+            _table(attention, "ms"),
+            "",
+            _summary(attention),
             "",
             "### CHECK: NCCL model vs nccl-tests",
             "",

@@ -186,7 +186,7 @@ def attention_seconds(shape: Any, pass_: str, calib: Calibration, launch: bool =
     >>> calib = load_calibration("dgx-h100")
     >>> shape = (4, 4096, 4096, 16, 128, True)
     >>> round(4 * 4 * 4096 * 4096 * 16 * 128 / 2 / attention_seconds(shape, "fwd", calib, launch=False) / 1e12)
-    579
+    518
     """
     b, sq, skv, h, d, causal = _check_shape(shape, "attention", 6)
     if not isinstance(causal, bool):

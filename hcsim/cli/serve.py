@@ -21,6 +21,7 @@ import numpy as np
 
 from hcsim.analysis import queueing as q
 from hcsim.cli.platform import build_topology
+from hcsim.cli.serve_continuous import main as continuous
 from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
 from hcsim.files import anonymous_file, check_outputs
@@ -96,8 +97,6 @@ def _check_continuous_flags(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim serve``; the exit status."""
     if getattr(args, "scheduler", "dynamic") == "continuous":
-        from hcsim.cli.serve_continuous import main as continuous
-
         return continuous(args)
     _check_continuous_flags(args)
     _check_arguments(args)

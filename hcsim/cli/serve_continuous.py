@@ -18,9 +18,18 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
+from hcsim.cli.platform import build_topology
+from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
 from hcsim.files import anonymous_file, check_outputs
+from hcsim.frontends.serving import continuous as fc
+from hcsim.frontends.serving.iteration import IterationTimer, kv_bytes_per_token
+from hcsim.outputs import json_text
+from hcsim.platform import compile_platform
 from hcsim.units import parse_bytes
+from hcsim.workload.models.inference import check_inference
+from hcsim.workload.models.ops import block_operators, embedding_operators, head_operators
+from hcsim.workload.models.spec import load_model
 
 __all__ = ["MAX_REQUESTS", "MAX_TOKENS", "kv_capacity", "main"]
 
@@ -82,9 +91,6 @@ def kv_capacity(
     HBM per rank: ``hbm`` or the XPU's memory minus the rank's weights (embedding, blocks,
     head); the smallest rank of the group decides. One line when the weights do not fit.
     """
-    from hcsim.frontends.serving.iteration import kv_bytes_per_token
-    from hcsim.workload.models.ops import block_operators, embedding_operators, head_operators
-
     tp = len(group)
     b = spec.bytes_per_value
     weights = sum(op.params for op in embedding_operators(spec, 1, tp=tp, phase="prefill")) * b
@@ -146,14 +152,6 @@ def _check(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hcsim serve --scheduler continuous``; the exit status."""
-    from hcsim.cli.platform import build_topology
-    from hcsim.engine.simulator import platform_xpus
-    from hcsim.frontends.serving import continuous as fc
-    from hcsim.frontends.serving.iteration import IterationTimer
-    from hcsim.platform import compile_platform
-    from hcsim.workload.models.inference import check_inference
-    from hcsim.workload.models.spec import load_model
-
     _check(args)
     tiers = _tiers(args.kv_cache or "hbm")
     prompt = _lengths(args.prompt_tokens if args.prompt_tokens is not None else 512, "--prompt-tokens")
@@ -199,8 +197,6 @@ def main(args: argparse.Namespace) -> int:
         fc.write_continuous(result, args.out)
     summary = result.summary()
     if args.json:
-        from hcsim.outputs import json_text
-
         sys.stdout.write(json_text(summary))
         return 0
     for key in sorted(summary):

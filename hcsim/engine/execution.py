@@ -117,13 +117,25 @@ def xpu_info(host: Any) -> XpuInfo:
 
 
 class _Latency:
-    """The timer owner of collectives' fixed latencies: the vertex execution finishes when it is due."""
+    """Collectives' fixed latencies (``FlowPlan.delay``): a vertex execution whose plan has one
+    finishes that long after its last flow. Only a run with such a plan has this part: it
+    takes the place of :meth:`Execution.finish` then (``execution.finish``), and a run
+    without one never checks for a delay."""
 
     def __init__(self, execution: Execution) -> None:
         self.execution = execution
+        self.delay = [fp.delay if fp is not None else 0.0 for fp in execution.flow_plans]
+
+    def finish(self, run: VertexRun, now: float) -> None:
+        """The last flow of ``run`` is over: finish it now, or once its plan's delay has passed."""
+        delay = self.delay[run.v]
+        if delay:
+            self.execution.driver.add_timer(now + delay, (self, run))
+        else:
+            Execution.finish(self.execution, run, now)
 
     def timer(self, key: tuple, now: float) -> None:
-        self.execution.finish(key[1], now)
+        Execution.finish(self.execution, key[1], now)
 
 
 class Execution:
@@ -202,7 +214,8 @@ class Execution:
                 strategy, self.flow_plans[i], self.flow_hosts[i] = known
                 self.strategy_of[i], self.comm_complete[i] = strategy, strategy.complete
 
-        self._latency, self._late = _Latency(self), set()  # collectives past their last flow (FlowPlan.delay)
+        if any(fp.delay for _, fp, _ in shared.values()):  # collectives with a fixed latency (every plan is shared)
+            self.finish = _Latency(self).finish  # type: ignore[method-assign]
         self.started = [0] * len(names)
         self.completed = [0] * len(names)
         self.running = [False] * len(names)
@@ -353,16 +366,10 @@ class Execution:
     def finish(self, run: VertexRun, now: float) -> None:
         """Vertex execution ``run`` is over: record it, then launch what it released.
 
-        A collective whose plan has a ``delay`` (a fixed latency) is over that long after its last flow.
+        (In a run with a collective of a fixed latency, ``self.finish`` is :meth:`_Latency.finish`,
+        which calls this once the latency has passed.)
         """
         v = run.v
-        fp = self.flow_plans[v]
-        if fp is not None and fp.delay:
-            if run not in self._late:
-                self._late.add(run)
-                self.driver.add_timer(now + fp.delay, (self._latency, run))
-                return
-            self._late.discard(run)
         self.running[v] = False
         self.completed[v] += 1
         self.per_iteration[run.k] += 1

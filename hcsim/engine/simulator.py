@@ -59,7 +59,7 @@ def _run(
     wing: Wing | None,
 ) -> RunResult:
     sg = import_simgrid()
-    engine = load_platform(platform, one_actor=options.raw_contexts, config=config)
+    engine = load_platform(platform, one_actor=True, raw_contexts=options.raw_contexts, config=config)
     all_hosts = {h.name: h for h in engine.all_hosts}
     if xpus is not None:  # chosen by the caller (hcsim.platform.simgrid_files.choose_xpus)
         xpus = set(xpus)

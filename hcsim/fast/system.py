@@ -33,6 +33,7 @@ from hcsim.fast.symmetry import fold_system, fold_units
 from hcsim.fast.twins import Twins
 from hcsim.fast.units import units_of
 from hcsim.files import anonymous_file
+from hcsim.platform.compiler import compile_platform
 from hcsim.platform.simgrid_files import read_declared, runs_raw
 from hcsim.platform.topology import Topology
 from hcsim.workload.graph import Workload
@@ -268,8 +269,6 @@ def simulate_system(
     if compile is not None:
         result = simulate(compile(topology), work, iterations, **kwargs)
     else:
-        from hcsim.platform.compiler import compile_platform
-
         with anonymous_file("platform.xml") as (f, path):  # on no disk: a SIGKILL leaves nothing behind
             compile_platform(topology, f)
             result = simulate(path, work, iterations, **kwargs)

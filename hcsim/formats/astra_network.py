@@ -99,6 +99,12 @@ def _list(data: dict[str, Any], key: str, where: str) -> list[Any]:
 
 def astra_network_topology(data: object, xpu: str | Device = "H100", where: str = "ASTRA-sim network") -> Topology:
     """The topology of a parsed ASTRA-sim network description (the YAML's mapping)."""
+    blocks, counts, bws, lats = _validate(data, where)
+    return _assemble(blocks, counts, bws, lats, xpu)
+
+
+def _validate(data: object, where: str) -> tuple[list[str], list[int], list[float], list[float]]:
+    """The description's dimensions (blocks, NPU counts, GB/s, ns), each checked; one line naming a bad item."""
     if not isinstance(data, dict):
         raise HcsimError(f"{where} must be a mapping with topology, npus_count, bandwidth and latency")
     blocks = _list(data, "topology", where)
@@ -144,6 +150,12 @@ def astra_network_topology(data: object, xpu: str | Device = "H100", where: str 
             f"{_links_of(blocks[worst], counts[worst])} per block) (valid: at most {MAX_LINKS} links in all; "
             "a FullyConnected block of N NPUs has N(N-1)/2)"
         )
+    return blocks, counts, bws, lats
+
+
+def _assemble(blocks: list[str], counts: list[int], bws: list[float], lats: list[float], xpu: str | Device) -> Topology:
+    """The topology of checked dimensions: NPUs in row-major order, each dimension's blocks along its lines."""
+    dims, total = len(blocks), math.prod(counts)
     shape = "x".join(str(c) for c in counts)
     # Ring and FullyConnected route through NPUs, and so does every route from one line of NPUs to another
     # (an NPU relays between its dimensions, as in ASTRA-sim); only a lone switch never needs an NPU between

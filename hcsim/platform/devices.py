@@ -111,7 +111,7 @@ def device_rate(xpu: Device, precision: str) -> float:
     return float(rate)
 
 
-# Dense (no structured sparsity) peaks. Sources, as keyed in research/calibration-dgx-h100.md §0-§1:
+# Dense (no structured sparsity) peaks. Source keys as in docs/dgx.md "Sources":
 # ML = github stas00/ml-engineering @744d01e compute/accelerator/README.md (peak table; it cites the NVIDIA
 # datasheets and halves their with-sparsity FP8/BF16/TF32 figures); DS = the NVIDIA datasheet named.
 PEAK_SOURCES: dict[str, dict[str, str]] = {

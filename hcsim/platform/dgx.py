@@ -78,7 +78,7 @@ class DGXSpec:
             raise HcsimError(f"DGX {self.generation}: host_memory must be > 0 bytes, got {self.host_memory!r}")
 
 
-# Source keys as in research/calibration-dgx-h100.md §0: ML = github stas00/ml-engineering @744d01e
+# Source keys as in docs/dgx.md "Sources": ML = github stas00/ml-engineering @744d01e
 # (accelerator, memory, NVLink and node tables); MLC = MLCommons DGX-A100 system description; DS = NVIDIA
 # datasheet / user guide. "assumed" = no public number found; stated here and in docs/dgx.md.
 _ASSUMED_LATENCIES = {

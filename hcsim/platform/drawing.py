@@ -18,6 +18,8 @@ from typing import Any
 
 import networkx as nx  # a Topology is typed as its base: topology.py imports this module
 
+from hcsim.outputs import save_figure
+
 _LAYER = {
     ("switch", "core"): 0,
     ("switch", "tor"): 1,
@@ -179,8 +181,6 @@ def draw_topology(
     for side in ("top", "right", "bottom"):
         ax.spines[side].set_visible(False)
     if path is not None:
-        from hcsim.outputs import save_figure
-
         ax.figure.tight_layout()
         save_figure(ax.figure, path, close=created)
     return ax

@@ -22,10 +22,16 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import Any
 
+from hcsim.collectives import algorithm, names
+from hcsim.engine import simulate
 from hcsim.errors import HcsimError
+from hcsim.fast import simulate_system
+from hcsim.fast.system import FoldRefused
 from hcsim.units import parse_bytes
+from hcsim.workload import Workload
 
 __all__ = [
     "BENCH_KINDS",
@@ -88,8 +94,6 @@ def select_algorithms(kind: str, spec: str, coherent: bool) -> tuple[list[str], 
     coherent memory when ``coherent`` is false (each skip is a note); naming such an
     algorithm on a non-coherent system is an error.
     """
-    from hcsim.collectives import algorithm, names
-
     if kind not in BENCH_KINDS:
         raise HcsimError(f"kind {kind!r} is unknown (valid: {', '.join(BENCH_KINDS)})")
     notes: list[str] = []
@@ -129,9 +133,6 @@ def measure(
     coherent: bool = True,
 ) -> dict[str, Any]:
     """One SimGrid run of ``iterations`` back-to-back ``kind`` collectives; the nccl-tests row of it."""
-    from hcsim.engine import simulate
-    from hcsim.workload import Workload
-
     w = Workload(name=f"{kind}-{name}", ranks=list(ranks))
     w.graph["samples_per_iteration"] = 1
     w.graph["batches_per_iteration"] = 1
@@ -154,12 +155,6 @@ def measure_fast(
     topology: Any, kind: str, name: str, nbytes: int, *, iterations: int = 1, coherent: bool = True
 ) -> dict[str, Any]:
     """Like :func:`measure` over all of ``topology``'s XPUs, on the fast paths (see :func:`has_fast_path`)."""
-    import warnings
-
-    from hcsim.collectives.registry import algorithm
-    from hcsim.fast import simulate_system
-    from hcsim.fast.system import FoldRefused
-    from hcsim.workload import Workload
 
     def factory(ranks: list[str], group: int | None = None) -> Workload:
         w = Workload(name=f"{kind}-{name}", ranks=list(ranks))

@@ -2,6 +2,10 @@
 
 Any importable function works (``module:function`` in the spec); these cover the
 platform and engine layers, and :func:`synthetic` exercises executors without SimGrid.
+Each function imports what it needs when called: a point is a process of its own, which
+then loads only its function's layers. Invariant: a function's result depends on its
+parameters alone (a seed among them), so a point re-run gives the same row;
+docs/sweeps.md, "Spec".
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ import networkx as nx
 
 from hcsim.collectives.registry import KINDS, algorithm, names
 from hcsim.errors import HcsimError
+from hcsim.files import check_input_file
+from hcsim.outputs import write_json
 
 __all__ = ["Workload", "COMM_KINDS", "ALGORITHMS", "PRECISIONS"]
 
@@ -290,8 +292,6 @@ class Workload(nx.DiGraph):
     # ------------------------------------------------------------------ JSON
     def to_json(self, path: str | os.PathLike[str]) -> None:
         """Save as NetworkX node-link JSON."""
-        from hcsim.outputs import write_json
-
         write_json(path, nx.node_link_data(self, edges="edges"))
 
     @classmethod
@@ -302,8 +302,6 @@ class Workload(nx.DiGraph):
         (``precision`` fp32, ``mem_bytes`` 0, ``footprint`` = ``mem_bytes``, the kind's
         default ``algorithm``, ``is_start`` false). Every shape problem is one line naming it.
         """
-        from hcsim.files import check_input_file
-
         path = check_input_file(path, "workload file", "a JSON file from Workload.to_json")
         where = f"workload file '{path}'"
         try:

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from hcsim.calibration import attention_seconds, gemm_seconds, load_calibration, op_seconds, wave_efficiency
+from hcsim.calibration.compute import _interp
 from hcsim.errors import HcsimError
 
 H100 = load_calibration("dgx-h100")
@@ -142,10 +143,11 @@ def test_attention_interpolates_in_log_seqlen_and_clamps():
     assert rate == pytest.approx(t[1] + (t[2] - t[1]) * x, rel=1e-9)
     big = 4.0 * 65536 * 65536 * 64 / attention_seconds((1, 65536, 65536, 1, 64, False), "fwd", H100, launch=False)
     assert big == pytest.approx(t[-1])
-    # a null reading is skipped: d256 non-causal at 1k lies between its 512 and 2k readings
-    t256 = H100.attention_fwd[(256, False)]
-    r1k = 4.0 * 1024 * 1024 * 256 / attention_seconds((1, 1024, 1024, 1, 256, False), "fwd", H100, launch=False)
-    assert r1k == pytest.approx((t256[0] + t256[2]) / 2, rel=1e-12)
+    # a null reading is skipped: a missing 1k reading lies between the 512 and 2k readings
+    assert _interp((512.0, 1024.0, 2048.0), (1.0, None, 3.0), 1024) == pytest.approx(2.0, rel=1e-12)
+    # a head dim beyond the tables (256) takes the nearest measured one (128)
+    r256 = 4.0 * 4096 * 4096 * 256 / attention_seconds((1, 4096, 4096, 1, 256, False), "fwd", H100, launch=False)
+    assert r256 == pytest.approx(H100.attention_fwd[(128, False)][3])
     # nearest head dim: 96 -> 128 (tie between 64 and 128 goes to the larger)
     r96 = 4.0 * 4096 * 4096 * 96 / attention_seconds((1, 4096, 4096, 1, 96, False), "fwd", H100, launch=False)
     assert r96 == pytest.approx(H100.attention_fwd[(128, False)][3])

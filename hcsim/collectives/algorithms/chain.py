@@ -1,7 +1,8 @@
 """Chain broadcast and reduce: S bytes hop by hop along the rank list.
 
 Broadcast: from the first rank along the list; reduce: to the first rank from the last.
-N-1 sequential flows: (N-1)(L + S/B) on a uniform network.
+N-1 sequential flows: (N-1)(L + S/B) on a uniform network. Both are their kind's
+default (``register(..., default=True)``); docs/collectives.md, "Closed forms".
 """
 
 from __future__ import annotations

@@ -1,39 +1,17 @@
 """NCCL's rings on a rail-optimised machine (DGX): channels, each a ring on its own rail.
 
-``nccl`` allreduce, reduce-scatter and allgather over M nodes of g ranks each (servers of
-:meth:`TopologyView.by_server`, in :meth:`TopologyView.topology_order`), g >= 2, M >= 2.
-NCCL's ring graph on a DGX-H100 finds g rings, one per NIC, and duplicates them: 2g = 16
-channels (``nccl.channels`` of the calibration), each moving S/(2g). The two copies of a
-ring cross the same links with the same dependencies, so the flows here run each pair as
-one channel of S/g (:data:`CHANNELS_PER_RANK` = 1: g channels; 2 runs NCCL's 16 flows,
-the same times alone, twice the flows in SimGrid; the pair counts once in max-min sharing
-against other traffic). Channel c is a ring over all N = M g ranks whose order inside
-every node is rotated by o = c mod g: it enters a node on local rank o (NIC o), visits the
-node's ranks over NVLink, and leaves from local rank o-1 *relayed* through local rank o,
-so that it leaves on rail o too (NCCL's ``NET n -> GPU a -> ... -> GPU x -> NET n`` with
-PXN): every NIC carries one channel pair each way, and every GPU sends and receives one
-flow per channel over NVLink. A step of a channel moves S/(C N); the steps are the ring's
-(allreduce 2(N-1), reduce-scatter and allgather N-1). On a uniform, contention-free
-network where a rank's C flows share its link of bandwidth B: allreduce
-2(N-1)(L + S/(N B)), as one ring that owns B; where the channels' hops are disjoint (C
-rings on C rails) each channel has B to itself: C times one ring's bandwidth.
-
-A single node, one rank per node, or nodes of unequal size: one ring over the topology
-order (``ring_topo``), as NCCL's single-node ring over NVSwitch (the channels of one node
-share each GPU's NVLink, so one ring has their bandwidth).
-
-``nccl@CALIBRATION`` (e.g. ``nccl@dgx-h100``, or ``nccl@path.yaml``) is the same flows
-with NCCL's cost model (:mod:`hcsim.calibration.nccl`) on top: the protocol NCCL's model
-picks for its ring at this size (LL: lines of 8 bytes carry 4, so every flow carries 2x
-its bytes; LL128: 128 for 120; Simple: 1), and the ring's latency term (``base +
-sum of per-step hardware latencies``, with NCCL's x1.4 plateau rule) as the collective's
-fixed ``delay`` after its last flow. Ring steps pipeline, so on quiet links adding the
-per-step latencies once is what adding each to its step gives: the closed form is
-``latency + S / algbw`` either way. NVLS, NVLSTree and tree, where NCCL's model picks
-them, are left to the analytical model: the flows stay the rings.
+``nccl`` allreduce, reduce-scatter and allgather over M >= 2 nodes of g >= 2 ranks (servers
+of :meth:`TopologyView.by_server`, in :meth:`TopologyView.topology_order`): g channels
+(NCCL's 2g, each duplicated pair run as one, :data:`CHANNELS_PER_RANK`), channel c a ring
+over all ranks rotated by c mod g inside every node, leaving each node on rail c through a
+PXN relay. A single node, one rank per node or nodes of unequal size: one ring over the
+topology order (``ring_topo``). ``nccl@CALIBRATION`` (``nccl@dgx-h100``, ``nccl@path.yaml``)
+is the same flows with NCCL's cost model (:mod:`hcsim.calibration.nccl`) on top: the
+protocol's bytes on the wire (:data:`PROTOCOL_WIRE`) and the ring's latency as the
+collective's fixed ``delay`` after its last flow.
 
 Invariant: every schedule passes the data-movement check (relayed flows count as flows
-from src to dst); docs/collectives.md, "NCCL rings".
+from src to dst). The construction and its closed forms: docs/collectives.md, "NCCL rings".
 """
 
 from __future__ import annotations
@@ -41,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hcsim.calibration.nccl import nccl_time
+from hcsim.calibration.schema import load_calibration
 from hcsim.collectives.algorithms.ring import allgather_phases, reduce_scatter_phases, ring_schedule
 from hcsim.collectives.plans import FlowPlan
 from hcsim.collectives.plans import plan as list_order_plan
@@ -56,7 +36,7 @@ __all__ = [
 
 CHANNELS_PER_RANK = 1
 """Flow channels per local rank of a node: NCCL's DGX ring graph has one ring per NIC, duplicated (16 on 8
-GPUs); each duplicated pair runs as one channel carrying both (see the module docstring)."""
+GPUs); each duplicated pair runs as one channel carrying both (docs/collectives.md, "NCCL rings")."""
 
 PROTOCOL_WIRE = {"LL": 2.0, "LL128": 128.0 / 120.0, "Simple": 1.0}
 """Bytes on the wire per byte of data: LL sends 4 data bytes and a 4-byte flag per 8-byte line;
@@ -96,7 +76,6 @@ def nccl_cost(
     total = len(ranks) if group is None else group
     if calib is None or total < 2:
         return 1.0, 0.0
-    from hcsim.calibration.nccl import nccl_time
 
     servers = view.by_server(list(ranks))
     if len(servers) == 1:  # a scope in one node stands for a group in one node (folds keep whole nodes otherwise)
@@ -122,7 +101,7 @@ def nccl_cost(
 def nccl_schedule(
     kind: str, ranks: list[str], nbytes: float, view: TopologyView, wire: float = 1.0, group: int | None = None
 ) -> Schedule:
-    """The flows of ``nccl`` (see the module docstring); ``wire``: bytes sent per byte of data (protocol);
+    """The flows of ``nccl`` (docs/collectives.md, "NCCL rings"); ``wire``: bytes sent per byte of data (protocol);
     ``group``: the ranks the scope stands for (a folded run: steps and chunks of the full ring, no check)."""
     n = len(ranks)
     total = n if group is None else group
@@ -236,8 +215,6 @@ def register_calibrated(name: str) -> bool:
     if name in _REGISTERED:
         return True
     if sep:
-        from hcsim.calibration.schema import load_calibration
-
         calib = load_calibration(which)
         if calib is None:
             raise HcsimError(f"algorithm {name!r} needs a calibration (valid: nccl, nccl@dgx-h100, nccl@dgx-a100, "

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hcsim.errors import HcsimError
+from hcsim.platform.builders import XPUS_PER_SERVER
 from hcsim.platform.topology import Topology
 
 __all__ = ["Cluster", "Node", "default_cluster_size", "parse_partitions"]
@@ -147,8 +148,6 @@ def default_cluster_size(gpus_per_job: Sequence[int]) -> int:
     >>> default_cluster_size([1, 4, 12])
     16
     """
-    from hcsim.platform.builders import XPUS_PER_SERVER
-
     if not gpus_per_job:
         raise HcsimError("no jobs to size a cluster for (valid: at least one job)")
     return max(XPUS_PER_SERVER, -(-max(gpus_per_job) // XPUS_PER_SERVER) * XPUS_PER_SERVER)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hcsim.engine.driver import Driver
+from hcsim.engine.execution import EngineOptions, Execution
+from hcsim.engine.memory import fill_local_first
 from hcsim.frontends.cluster.cluster import Cluster
 from hcsim.frontends.cluster.jobs import Job
 from hcsim.frontends.cluster.placement import Placement, free_gpu, shape_of
@@ -271,9 +273,6 @@ class Scheduler:
         js.end_timer = self.driver.add_timer(now + seconds, (_END, js), lane=_END, order=js.seq)
 
     def run_workload(self, js: JobState, now: float) -> None:
-        from hcsim.engine.execution import EngineOptions, Execution
-        from hcsim.engine.memory import fill_local_first
-
         wj = js.job.workload
         graph = wj.build([self.cluster.gpu_names[g] for g in js.alloc])
         js.act = None

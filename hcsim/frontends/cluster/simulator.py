@@ -27,6 +27,7 @@ from hcsim.frontends.cluster.jobs import Job, Trace
 from hcsim.frontends.cluster.placement import Placement, placement
 from hcsim.frontends.cluster.policies import Policy, policy
 from hcsim.frontends.cluster.scheduler import JobRecord, Scheduler
+from hcsim.platform import compile_platform
 from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 
 __all__ = ["ClusterResult", "JobRecord", "simulate_cluster"]
@@ -120,8 +121,6 @@ def simulate_cluster(
         >>> [(j.job_id, j.start, j.finish) for j in r.jobs]
         [('a', 0.0, 100.0), ('b', 100.0, 150.0)]
     """
-    from hcsim.platform import compile_platform
-
     job_list = list(jobs.jobs if isinstance(jobs, Trace) else jobs)
     if not job_list:
         raise HcsimError("no jobs to schedule (valid: a trace or list with at least one job)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from hcsim.engine import simulate
 from hcsim.errors import HcsimError
 from hcsim.workload.models.inference import inference_step
 from hcsim.workload.models.spec import TransformerSpec
@@ -35,8 +36,6 @@ def step_time(
     coherent: bool = True,
 ) -> float:
     """Seconds of one ``phase`` step of ``batch`` sequences on the TP group ``group``, simulated by the engine."""
-    from hcsim.engine import simulate
-
     w = inference_step(spec, group, batch=batch, context=context, phase=phase, tp=len(group))
     return simulate(platform, w, 1, coherent=coherent, record_flows=False, progress=False).makespan
 

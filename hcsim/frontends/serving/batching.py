@@ -24,14 +24,19 @@ import bisect
 import math
 import os
 import sys
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from hcsim.analysis.queueing import capacity
 from hcsim.analysis.statistics import confidence_interval, percentile_interval
+from hcsim.engine import simulate
 from hcsim.engine.driver import Driver
 from hcsim.errors import HcsimError
+from hcsim.files import check_output_path
+from hcsim.outputs import save_figure, write_csv, write_json
 from hcsim.progress import progress_bar
 from hcsim.simgrid_runtime import import_simgrid, load_platform, run_isolated
 
@@ -143,8 +148,6 @@ def check_stable(rate: float, alpha: float, tau0: float, max_batch: float = math
     ...
     hcsim.errors.HcsimError: unstable: each server gets 2000 jobs/s but can serve at most 1000 (valid: ...)
     """
-    from hcsim.analysis.queueing import capacity
-
     if rate * alpha >= 1 or rate >= capacity(alpha, tau0, max_batch):
         raise HcsimError(
             f"unstable: each server gets {rate:.6g} jobs/s but can serve at most "
@@ -174,8 +177,6 @@ def table_time(table: dict[int, float] | dict[int, tuple[float, float]]) -> Call
 
 def engine_time(platform: str, workload_for_batch: Callable[[int], object], largest: int) -> Callable[[int], float]:
     """tau[b] = iteration time of ``workload_for_batch(b)`` run by the engine, for b = 1..largest."""
-    from hcsim.engine import simulate
-
     times = [0.0]
     for b in range(1, largest + 1):
         times.append(simulate(platform, workload_for_batch(b), 1, record_flows=False, progress=False).makespan)
@@ -221,9 +222,6 @@ class ServeResult:
 
 def write_outputs(result: ServeResult, directory: str, beta: float = math.nan, c0: float = math.nan) -> dict:
     """jobs.csv, batches.csv, batch_sizes.csv (histogram), batch_sizes.png and summary.json in ``directory``."""
-    from hcsim.files import check_output_path
-    from hcsim.outputs import save_figure, write_csv, write_json
-
     os.makedirs(directory, exist_ok=True)
     check_output_path(os.path.join(directory, "summary.json"))
     jobs = np.column_stack([np.arange(len(result.arrivals)), result.arrivals, result.server_of_job, result.latency])
@@ -321,8 +319,6 @@ def _serve_independent(platform, servers, streams, taus_for, max_batch, max_dela
 
 def _serve_jsq(platform, servers, arr, taus_for, max_batch, max_delay, show):  # noqa: ANN001, ANN202, C901
     """Join the shortest queue: one controller wakes at completions, arrivals and queue deadlines."""
-    from collections import deque
-
     sg = import_simgrid()
     engine = load_platform(platform)
     hosts = [sg.Host.by_name(h) for h in servers]

@@ -25,7 +25,10 @@ from typing import Any
 import numpy as np
 
 from hcsim.errors import HcsimError
+from hcsim.files import check_output_path
+from hcsim.frontends.serving.batching import arrival_times
 from hcsim.frontends.serving.iteration import IterationShape, IterationTimer
+from hcsim.outputs import write_csv, write_json
 
 __all__ = ["KVCache", "Request", "ContinuousResult", "serve_continuous", "synthetic_requests", "write_continuous"]
 
@@ -43,8 +46,6 @@ def synthetic_requests(
     count: int, rate: float, prompt: int | tuple[int, int], output: int | tuple[int, int], seed: int = 0
 ) -> list[Request]:
     """``count`` Poisson arrivals at ``rate``/s; a length is fixed or ``(low, high)``, uniform integers inclusive."""
-    from hcsim.frontends.serving.batching import arrival_times
-
     for what, value in (("--prompt-tokens", prompt), ("--output-tokens", output)):
         low, high = value if isinstance(value, tuple) else (value, value)
         if not 1 <= low <= high:
@@ -419,9 +420,6 @@ def _shape(decodes: list[_State], chunks: list[tuple[_State, int]], B: int) -> I
 
 def write_continuous(result: ContinuousResult, directory: str) -> None:
     """requests.csv (one row per request) and summary.json in ``directory``."""
-    from hcsim.files import check_output_path
-    from hcsim.outputs import write_csv, write_json
-
     os.makedirs(directory, exist_ok=True)
     check_output_path(os.path.join(directory, "summary.json"))
     ttft, e2e = result.ttft().tolist(), result.e2e().tolist()

@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from hcsim.calibration.machine import vertex_seconds
+from hcsim.engine import simulate
 from hcsim.errors import HcsimError
 from hcsim.workload.graph import Workload
 from hcsim.workload.models.inference import tp_allreduce_bytes
@@ -115,8 +117,6 @@ def iteration_graph(
     tokens, precision = shape.tokens, spec.precision
     w = Workload()
     w.graph.update(name=f"{spec.name}-iteration", model=spec.name, phase="iteration", tp=tp, ranks=list(group))
-    if calibration is not None:
-        from hcsim.calibration.machine import vertex_seconds
     last: dict[str, str | None] = {x: None for x in group}
 
     def compute(x: str, name: str, op: Operator, remote: bool = False) -> None:
@@ -263,8 +263,6 @@ class IterationTimer:
 
     def simulate(self, shape: IterationShape) -> float:
         """One SimGrid run of the shape's graph (no memo)."""
-        from hcsim.engine import simulate
-
         self.simulations += 1
         w = iteration_graph(self.spec, self.group, shape, calibration=self.calibration)
         run = simulate(self.platform, w, 1, coherent=self.coherent, placement=_kv_tiers,

@@ -7,8 +7,7 @@ every block's weights and KV cache (memory-bound). With tensor parallelism (Mega
 each block's operators run on every rank of a TP group, an allreduce follows the
 attention and the MLP (and the embedding), and the LM head's logits are allgathered; the
 XPUs are split into ``len(ranks)/tp`` replicas of consecutive ranks, each serving its
-own ``batch``. Each rank's block is one data block (its weights and KV cache), placed
-local or remote by the engine as for training.
+own ``batch``; each rank's block (weights and KV cache) is placed by the engine.
 
 Example: a decode step of LLaMA2-7B at batch 8, KV length 4096, on two XPUs::
 

@@ -18,15 +18,19 @@ Guide: docs/parallelism.md, "The graph".
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from hcsim.calibration.machine import vertex_seconds
 from hcsim.collectives.registry import for_kind
 from hcsim.errors import HcsimError
 from hcsim.workload.builders import _gc_paused
-from hcsim.workload.graph import Workload
+from hcsim.workload.graph import ALGORITHMS, Workload
+from hcsim.workload.models import ops
+from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
 from hcsim.workload.parallel.costs import RECOMPUTE, Part, UnitCost, block_cost, fold, state_bytes
 from hcsim.workload.parallel.gradient_sync import GradientSync
@@ -41,8 +45,6 @@ ZERO_STAGES = (0, 1, 2, 3)
 
 
 def _models_ops() -> Any:
-    from hcsim.workload.models import ops
-
     return ops
 
 
@@ -167,8 +169,6 @@ def training_graph(
         order_of = schedule(schedule_name)
     policy = None
     if precision is not None:
-        from hcsim.workload.models.precision import training_precision
-
         policy = training_precision(
             precision, grad_reduce_in_fp32=grad_reduce_in_fp32, fp8_param_gather=fp8_param_gather
         )
@@ -210,8 +210,6 @@ def training_graph(
 
 def _takes(function: Any, keyword: str) -> bool:
     """Whether ``function`` takes ``keyword`` (an operator provider written before issue 24 may not)."""
-    import inspect
-
     try:
         return keyword in inspect.signature(function).parameters
     except (TypeError, ValueError):
@@ -220,8 +218,6 @@ def _takes(function: Any, keyword: str) -> bool:
 
 def _calibrated_seconds(w: Workload, calibration: Any, precision: str) -> None:
     """Give every compute vertex its calibrated ``seconds`` (computed once per shared ``ops`` tuple)."""
-    from hcsim.calibration.machine import vertex_seconds
-
     known: dict[tuple[int, str], float] = {}
     for d in w._node.values():  # NetworkX's node dict: every vertex once, no view objects
         ops = d.get("ops")
@@ -330,8 +326,6 @@ class _Builder(GradientSync):
         d = {"type": "comm", "bytes": float(nbytes), "kind": kind, "scope": scope, "is_start": False, **attrs}
         d["algorithm"] = algorithm or ("direct" if kind == "p2p" else None)
         if d["algorithm"] is None:
-            from hcsim.workload.graph import ALGORITHMS
-
             d["algorithm"] = ALGORITHMS[kind][0]
         key = (kind, d["algorithm"], len(scope))
         if key not in self.checked:  # one check per kind, algorithm and group size

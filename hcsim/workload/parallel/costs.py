@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from hcsim.errors import HcsimError
 from hcsim.workload.models.precision import zero_shards
 
 __all__ = ["RECOMPUTE", "Part", "UnitCost", "block_cost", "fold", "state_bytes"]
@@ -103,8 +104,6 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
     Megatron's ``--recompute-granularity full`` does.
     """
     if recompute not in RECOMPUTE:
-        from hcsim.errors import HcsimError
-
         raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
     last_attention = max((i for i, o in enumerate(operators) if o.name.startswith("attn")), default=-1)
     attention, rest = operators[: last_attention + 1], operators[last_attention + 1 :]

@@ -14,11 +14,9 @@ It is a mixin: it reads the walker's state (``layout``, ``grid``, ``units``, ``z
 built) and appends to its ``edges`` through its ``_comm``. Each rank runs its gradient
 collectives one at a time, as NCCL runs the buckets of one communicator stream.
 
-Under a calibration (``calibration`` set by the builder) each rank also runs its
-**optimizer step** (:mod:`.optimizer`): a compute vertex ``{xpu}/optimizer`` with its
-calibrated ``seconds``, after the rank's last gradient collective and its own chain,
-before its next iteration and before any parameter all-gather it takes part in. Without
-one (the ideal model) nothing is added: the graph is the same as before.
+Under a calibration each rank also runs its **optimizer step** (:mod:`.optimizer`), a
+compute vertex ``{xpu}/optimizer`` after its last gradient collective and before its next
+iteration and parameter all-gathers; the ideal model adds nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from hcsim.collectives.registry import for_kind
+from hcsim.workload.graph import Workload
+from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel.comms import DP_SYNC
 from hcsim.workload.parallel.costs import UnitCost
 from hcsim.workload.parallel.optimizer import optimizer_bytes_per_param, optimizer_seconds
@@ -265,9 +265,6 @@ class GradientSync:
 
     def _optimizer_steps(self) -> None:
         """Per rank, its optimizer step: after its chain and its gradient collectives, before its next iteration."""
-        from hcsim.workload.graph import Workload
-        from hcsim.workload.models.precision import training_precision
-
         lay, grid = self.layout, self.grid
         precision = self.policy or training_precision("fp32" if self.bpv >= 4 else "fp16")
         steps = self._steps

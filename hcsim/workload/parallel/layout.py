@@ -14,9 +14,8 @@ parallelism is carved out of data parallelism (Megatron-Core): the EP group of r
     >>> grid.tp_group(0, 1), grid.dp_group(1, 0), grid.stage_ranks(1, 1)
     (['x2', 'x3'], ['x2', 'x6'], ['x6', 'x7'])
 
-:func:`pipeline_split` places the decoder layers on the ``pp x vp`` virtual stages: even,
-or by Megatron-Core's uneven options (embedding/loss counted as layers, or first/last
-stage layer counts); invariant: every layer on exactly one virtual stage, in order.
+:func:`pipeline_split` places the decoder layers on the ``pp x vp`` virtual stages (even,
+or Megatron-Core's uneven options); invariant: every layer on one virtual stage, in order.
 
 Guide: docs/parallelism.md, "Layout and rank mapping"; docs/training-features.md, "Uneven pipeline stages".
 """

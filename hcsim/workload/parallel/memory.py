@@ -22,7 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.workload.models import ops as model_ops
+from hcsim.workload.models.precision import training_precision
+from hcsim.workload.parallel.costs import RECOMPUTE, Part, block_cost, fold
 from hcsim.workload.parallel.layout import Layout, pipeline_split
+from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
 __all__ = [
     "COLUMN_PARALLEL",
@@ -124,11 +128,6 @@ def training_memory(
     (the main-gradient buffer's width follows the first); ``pipeline_split``: as
     :func:`~hcsim.workload.parallel.training_graph`.
     """
-    from hcsim.workload.models import ops as model_ops
-    from hcsim.workload.models.precision import training_precision
-    from hcsim.workload.parallel.costs import RECOMPUTE, block_cost, fold
-    from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
-
     if recompute not in RECOMPUTE:
         raise HcsimError(f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)})")
     if isinstance(layout, str):
@@ -193,8 +192,6 @@ def unit_memory(
     parameter has the policy's bytes and the part's activations are kept, the norms' split ``tp``
     ways with sequence parallelism.
     """
-    from hcsim.workload.parallel.costs import Part
-
     parts = [unit] if isinstance(unit, Part) else [p for p in (unit.attention, unit.mlp, unit.experts) if p]
     ops = [o for part in parts for o, _ in part.fwd_ops]
     sp = sequence_parallel and tp > 1

@@ -1,26 +1,13 @@
 """The optimizer step of a training iteration, timed as memory-bound kernels on a calibrated GPU.
 
-Megatron-Core's step (``megatron/core/optimizer/distrib_optimizer.py`` and
-``optimizer.py``: ``prepare_grads`` / ``step_with_ready_grads``) with
-``--clip-grad 1.0`` (its default) and Transformer Engine's fused multi-tensor Adam
-(``transformer_engine/pytorch/optimizers/fused_adam.py``) makes three passes over the
-rank's shard of the parameters, each a memory-bound multi-tensor kernel:
+Megatron-Core's step with Transformer Engine's fused multi-tensor Adam makes three passes
+over the rank's shard of the parameters (gradient norm, Adam, master -> model copy), each
+a memory-bound multi-tensor kernel: 38 B per parameter in bf16, 37 B with fp8 parameters,
+32 B in fp32 (:func:`optimizer_bytes_per_param`), one launch per :data:`CHUNKS_PER_LAUNCH`
+chunks of :data:`CHUNK` elements and pass. The shard is 1/DP (x CP) of the stage's
+parameters under the distributed optimizer (ZeRO >= 1), all of them without it.
 
-1. the gradient norm for clipping (``get_grad_norm_fp32``, ``multi_tensor_l2norm``):
-   reads the main gradient;
-2. Adam (``multi_tensor_adam``): reads the gradient, the fp32 master weight and both
-   moments, writes the master weight and both moments;
-3. ``_copy_main_params_to_model_params``: reads the fp32 master weight, writes the
-   model's (bf16, or fp8 with ``--fp8-param-gather``) parameter.
-
-Per parameter, with ``G`` the main gradient's bytes, ``S`` the optimizer state's (fp32
-master + moments: 12; fp32 training keeps no separate master: 8) and ``P`` the model
-parameter's: ``G + (G + S) + S + (4 + P)`` = 38 B in bf16, 37 B with fp8 parameters;
-fp32: ``G + (G + S + P) + (S + P)`` = 32 B (Adam updates the weight in place, no copy).
-The shard is 1/DP (x CP) of the stage's parameters under the distributed optimizer
-(ZeRO >= 1), all of them without it. Each pass launches one kernel per 320 chunks of
-65,536 elements (TE: ``multi_tensor_applier = MultiTensorApply(2048 * 32)``,
-``depth_to_max_blocks = 320`` in ``common/multi_tensor/multi_tensor_apply.cuh``).
+The byte accounting, each number sourced: docs/calibration.md, "The optimizer step".
 """
 
 from __future__ import annotations
@@ -32,12 +19,12 @@ __all__ = ["CHUNK", "CHUNKS_PER_LAUNCH", "optimizer_bytes_per_param", "optimizer
 
 CHUNK = 2048 * 32  # elements a block of TE's multi-tensor kernels handles (multi_tensor_apply.py)
 CHUNKS_PER_LAUNCH = 320  # blocks of one launch (depth_to_max_blocks, multi_tensor_apply.cuh)
-PASSES = 3  # grad norm, Adam, master -> model copy (module docstring)
+PASSES = 3  # grad norm, Adam, master -> model copy (docs/calibration.md)
 MASTER_BYTES = 4  # the fp32 master weight, in the optimizer state of mixed-precision training
 
 
 def optimizer_bytes_per_param(precision: Any) -> float:
-    """HBM bytes the step reads and writes per parameter of the shard (module docstring).
+    """HBM bytes the step reads and writes per parameter of the shard (docs/calibration.md, "The optimizer step").
 
     ``precision``: a :class:`~hcsim.workload.models.precision.TrainingPrecision` (its
     ``grad_bytes``, ``optimizer_bytes``, ``param_bytes``).

@@ -1,4 +1,9 @@
-"""Round-robin (preemptive): each job runs a time slice, then goes to the back of the queue."""
+"""Round-robin (preemptive): each job runs a time slice, then goes to the back of the queue.
+
+The slice (``slice`` seconds, finite and > 0; an hour by default) counts the job's own
+attained service, so a job that waited is not charged for it; the queue is ordered by
+the time each job (re-)entered it. Registered as ``rr``; docs/cluster.md, "Model".
+"""
 
 import math
 from typing import Any

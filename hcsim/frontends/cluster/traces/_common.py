@@ -1,4 +1,10 @@
-"""What every trace reader shares: file reading, one-line errors, time parsing, the rebased Trace."""
+"""What every trace reader shares: file reading, one-line errors, time parsing, the rebased Trace.
+
+Files are read as UTF-8 text (gzip too, bounded by :data:`MAX_GUNZIPPED_BYTES`); a bad
+file or row is one :class:`~hcsim.errors.HcsimError` naming the file and the line, with
+what would be valid. Every reader returns a :class:`~hcsim.frontends.cluster.jobs.Trace`
+whose times start at its earliest submit. Formats: docs/cluster.md, "Trace formats".
+"""
 
 from __future__ import annotations
 
