@@ -143,20 +143,59 @@ def _plot_busbw(table: list[dict], scales: list[int], path: str) -> None:
     save_figure(fig, path)
 
 
+def _same_series(a: dict[int, float], b: dict[int, float], rel: float = 0.005) -> bool:
+    """Two algorithms' batch/s at the same scales, each within ``rel`` of the other's."""
+    return a.keys() == b.keys() and all(abs(a[x] - b[x]) <= rel * max(a[x], b[x]) for x in a)
+
+
+def llama_groups(table: list[dict], system: str) -> list[tuple[list[str], dict[int, float]]]:
+    """The algorithms of ``system`` as lines to draw: (names, batch/s by XPUs), those within 0.5% on one line."""
+    groups: list[tuple[list[str], dict[int, float]]] = []
+    for name in sorted({t["algorithm"] for t in table if t["system"] == system}):
+        series = {t["xpus"]: t["batches_per_s"] for t in table if t["system"] == system and t["algorithm"] == name}
+        for names, first in groups:
+            if _same_series(series, first):
+                names.append(name)
+                break
+        else:
+            groups.append(([name], series))
+    return groups
+
+
 def _plot_llama(table: list[dict], path: str) -> None:
+    """A panel per system: batch/s per XPU against XPUs; algorithms within 0.5% of each other share a line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    for system, name in dict.fromkeys((t["system"], t["algorithm"]) for t in table):
-        pts = sorted((t["xpus"], t["batches_per_s"]) for t in table if t["system"] == system and t["algorithm"] == name)
-        ax.plot(*zip(*pts, strict=True), marker="o", label=f"{system}, {name}")
-    ax.set_xscale("log", base=2)
-    ax.set(xlabel="XPUs", ylabel="batches / s", title="LLaMA2-13B data parallel, by allreduce algorithm")
-    ax.legend(fontsize=7)
-    ax.grid(True, alpha=0.3)
+    systems = list(dict.fromkeys(t["system"] for t in table))
+    fig, axes = plt.subplots(1, len(systems), figsize=(5.2 * len(systems), 5.6), dpi=110, squeeze=False, sharey=True)
+    scales = sorted({t["xpus"] for t in table})
+    markers = "osD^vP*Xh<>"
+    for ax, system in zip(axes[0], systems, strict=True):
+        for i, (names, series) in enumerate(llama_groups(table, system)):
+            xs = sorted(series)
+            ax.plot(xs, [series[x] / x for x in xs], marker=markers[i % len(markers)], ms=6, lw=1.5, color=f"C{i}",
+                    label=", ".join(names))  # fmt: skip
+        spread = max(
+            1 - min(ts) / max(ts)
+            for x in scales
+            if (ts := [t["batches_per_s"] for t in table if t["system"] == system and t["xpus"] == x])
+        )
+        if spread < 0.05:  # lines on top of each other: say by how much they differ
+            ax.text(0.5, 0.5, f"every algorithm within {100 * spread:.1f}%\nof the others at each scale",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=10)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(scales, [str(x) for x in scales])
+        ax.set_ylim(0, 1.12 * max(t["batches_per_s"] / t["xpus"] for t in table))
+        ax.set_title(system, fontsize=11)
+        ax.set_xlabel("XPUs", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelsize=9)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
+    axes[0][0].set_ylabel("batches / s per XPU", fontsize=10)
+    fig.suptitle("LLaMA2-13B data parallel by allreduce algorithm (one line: algorithms within 0.5%)", fontsize=11)
     fig.tight_layout()
     save_figure(fig, path)
 

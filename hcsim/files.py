@@ -7,7 +7,9 @@ the device itself); an empty path. :func:`check_distinct` refuses two outputs of
 command on the same file, or an output on one of its inputs (through symbolic and hard
 links too). :func:`atomic_path`, :func:`atomic_write_text` and :func:`temporary_beside`
 write to a temporary file beside the target, created only when the writing starts, and
-rename it at the end. :func:`load_yaml` reads YAML refusing duplicate keys.
+rename it at the end; :func:`anonymous_file` is a scratch file with no name on disk.
+:func:`load_yaml` reads YAML refusing duplicate keys and documents too large
+(in characters, or in values once aliases are expanded).
 
 Invariants: a crash or Ctrl-C leaves either the old file or the whole new one, never half
 a file, and no temporary file; hcsim only ever replaces regular files. One rule for
@@ -24,7 +26,7 @@ import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, BinaryIO
 
 from hcsim.errors import HcsimError
 
@@ -37,7 +39,11 @@ __all__ = [
     "atomic_path",
     "atomic_write_text",
     "temporary_beside",
+    "anonymous_file",
     "load_yaml",
+    "expanded_size",
+    "MAX_YAML_CHARS",
+    "MAX_YAML_VALUES",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -244,6 +250,30 @@ def atomic_path(path: PathLike, suffix: str = ".tmp") -> Iterator[str]:
 
 
 @contextmanager
+def anonymous_file(name: str) -> Iterator[tuple[BinaryIO, str]]:
+    """A scratch file on no file system: ``(its binary handle, a path that opens it)``, gone at the block's end.
+
+    For what hcsim writes only to hand to SimGrid by path (a compiled platform): on Linux
+    it is a ``memfd_create`` file, opened as ``/proc/self/fd/N`` here and in the forked
+    simulation process (which inherits the descriptor). No name exists on disk, so even a
+    SIGKILL leaves nothing behind: the kernel frees the file with its last descriptor.
+    Elsewhere it is ``name`` in a private temporary directory, removed at the block's end.
+    Flush the handle before the path is read.
+    """
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        f = os.fdopen(os.memfd_create(name), "w+b")
+        try:
+            yield f, f"/proc/self/fd/{f.fileno()}"
+        finally:
+            f.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="hcsim-") as tmp:
+        path = os.path.join(tmp, name)
+        with open(path, "w+b") as f:
+            yield f, path
+
+
+@contextmanager
 def _signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait (blocked by the OS) until the block ends: it cannot be cut in two."""
     held = {signal.SIGINT, signal.SIGTERM}
@@ -260,16 +290,75 @@ def atomic_write_text(path: PathLike, text: str) -> None:
         f.write(text)
 
 
-def load_yaml(text: str, what: str) -> Any:
+MAX_YAML_CHARS = 32 << 20
+"""Longest YAML (or JSON) text :func:`load_yaml` parses: 32 Mi characters (PyYAML reads about 1 MB/s)."""
+MAX_YAML_VALUES = 10_000_000
+"""Most values a YAML document may hold once its aliases are expanded (a "billion laughs" is refused)."""
+
+
+def load_yaml(text: str, what: str, max_values: int = MAX_YAML_VALUES, noun: str = "it") -> Any:
     """The YAML document ``text`` (safe types only); a key given twice in one mapping is refused.
 
     PyYAML keeps the last of two equal keys silently; a spec whose second ``grid:`` hides
     the first would run something else than written, so it is one line naming ``what``,
-    the key and both lines. Parse errors propagate as :class:`yaml.YAMLError`.
+    the key and both lines. A text longer than :data:`MAX_YAML_CHARS`, or a document
+    holding more than ``max_values`` values once its aliases are expanded
+    (:func:`expanded_size`; ``noun`` names the document there), is refused in one line. Parse errors propagate as
+    :class:`yaml.YAMLError`.
     """
     import yaml
 
-    return yaml.load(text, Loader=_unique_key_loader(what))  # noqa: S506 - a SafeLoader subclass
+    if len(text) > MAX_YAML_CHARS:
+        raise HcsimError(
+            f"{what} is {len(text):,} characters long (valid: at most {MAX_YAML_CHARS:,}, {MAX_YAML_CHARS >> 20} Mi)"
+        )
+    data = yaml.load(text, Loader=_unique_key_loader(what))  # noqa: S506 - a SafeLoader subclass
+    expanded_size(data, what, max_values, noun)
+    return data
+
+
+def expanded_size(data: Any, what: str, limit: int, noun: str = "it") -> int:
+    """How many values ``data`` holds with every shared (aliased) value counted at each use.
+
+    PyYAML builds an alias as a reference to the anchored object, so a "billion laughs"
+    document loads quickly as a small graph but expands to a huge tree when used. This
+    counts the tree on the graph (each object once, memoized): linear in what was loaded.
+    Raises :class:`HcsimError` naming ``what`` beyond ``limit`` values, for a value that
+    contains itself, or for nesting deeper than Python recurses. ``noun`` names the
+    document in the messages ("the spec").
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(obj: Any) -> int:
+        if not isinstance(obj, (dict, list)):
+            return 1
+        key = id(obj)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise HcsimError(f"{what}: a YAML alias refers to a value that contains it (valid: no recursive aliases)")
+        active.add(key)
+        children = [v for kv in obj.items() for v in kv] if isinstance(obj, dict) else obj
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        total = size(data)
+    except RecursionError:
+        raise HcsimError(f"{what}: {noun} is nested too deeply (valid: a few levels of mappings and lists)") from None
+    if total > limit:
+        raise HcsimError(
+            f"{what}: {noun} holds more than {limit:,} values once its YAML aliases are expanded "
+            "(valid: a file of ordinary size; anchors and aliases that expand to so much are refused)"
+        )
+    return total
 
 
 def _unique_key_loader(what: str) -> type:

@@ -14,14 +14,14 @@ memory on a non-coherent system. ``--out DIR`` writes ``collective_<kind>.csv`` 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import tempfile
 
 from hcsim.cli.platform import build_topology, refuse_system_flags
 from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
 from hcsim.fast.system import is_coherent
-from hcsim.files import check_input_file, check_outputs
+from hcsim.files import anonymous_file, check_input_file, check_outputs
 from hcsim.outputs import json_text, save_figure, write_csv
 from hcsim.platform.compiler import compile_platform
 from hcsim.sweep.collective_bench import (
@@ -133,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
         )
     _check_out(args)
 
-    with tempfile.TemporaryDirectory(prefix="hcsim-collective-") as tmp:
+    with contextlib.ExitStack() as scratch:
         if args.platform:
             if args.system:
                 raise HcsimError("give either --platform FILE.xml or --system, not both")
@@ -161,8 +161,8 @@ def main(args: argparse.Namespace) -> int:
             raise HcsimError(f"--ranks {n} is invalid (valid: 2 to {len(xpus)}, the platform's XPUs)")
         chosen, notes = select_algorithms(args.kind, args.algorithm, coherent)
         if path is None:
-            path = os.path.join(tmp, "platform.xml")
-            compile_platform(topo, path)
+            f, path = scratch.enter_context(anonymous_file("platform.xml"))  # on no disk: SIGKILL leaves nothing
+            compile_platform(topo, f)
         ranks = xpus[:n]
         fast = {name for name in chosen if args.fast and topo is not None and has_fast_path(topo, args.kind, name, n)}
         if args.fast:

@@ -114,8 +114,8 @@ def add_run(sub: Subparsers) -> argparse.ArgumentParser:
     r.add_argument("--mix", help="with --system: XPU type(s), e.g. H100+A100")
     r.add_argument("--cxl-bandwidth", help=argparse.SUPPRESS)
     r.add_argument("--cxl-latency", help=argparse.SUPPRESS)
-    r.add_argument("--link-bandwidth", help=argparse.SUPPRESS)
-    r.add_argument("--link-latency", help=argparse.SUPPRESS)
+    r.add_argument("--link-bandwidth", help="ring/star/leafspine links; InfraGraph --platform: links that declare none")
+    r.add_argument("--link-latency", help="ring/star/leafspine links; InfraGraph --platform: links that declare none")
     r.add_argument("--hosts-per-leaf", type=int, help=argparse.SUPPRESS)
     r.add_argument("--spines", type=int, help=argparse.SUPPRESS)
     r.add_argument(

@@ -15,11 +15,11 @@ inference step with ``--inference``, else parallel training iterations
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
@@ -36,7 +36,7 @@ from hcsim.engine.memory import all_local, fill_local_first
 from hcsim.errors import HcsimError
 from hcsim.fast import simulate, simulate_system
 from hcsim.fast.system import FoldRefused
-from hcsim.files import check_outputs
+from hcsim.files import anonymous_file, check_outputs
 from hcsim.formats.astra_network import compile_astra_network
 from hcsim.formats.chakra import chakra_files
 from hcsim.formats.topology_files import import_topology
@@ -146,7 +146,9 @@ def _check_applies(args: argparse.Namespace) -> None:
                 raise HcsimError(f"{flag} applies to --workload allreduce|llama2-13b, not --model ({instead})")
     if args.platform and not args.system:
         if args.platform.lower().endswith(NETWORK_FILES):  # --mix: its NPUs' type; --xpus said by _imported_network
-            refuse_system_flags(args, f"--platform {args.platform} (an imported network)", allow=("mix", "xpus"))
+            # --link-bandwidth/--link-latency: an InfraGraph file's links that declare none (import_topology checks)
+            allow = ("mix", "xpus", "link_bandwidth", "link_latency")
+            refuse_system_flags(args, f"--platform {args.platform} (an imported network)", allow=allow)
         else:
             refuse_system_flags(args, "--platform FILE.xml (the file fixes the system)")
     if args.allow_spill and args.system not in DGX_SYSTEMS:
@@ -327,7 +329,7 @@ def main(args: argparse.Namespace) -> int:
             fold = None if alg.ring and alg.system_fold else False
         default = f"--system {args.system}" if imported is None else "default for an imported network"
         why = default if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
-        with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="hcsim-run-") as tmp:
+        with warnings.catch_warnings(), contextlib.ExitStack() as scratch:
             warnings.simplefilter("ignore", FoldRefused)  # a refused fold is said once, as a note (below)
             result = simulate_system(
                 topo,
@@ -340,7 +342,7 @@ def main(args: argparse.Namespace) -> int:
                 placement=placement,
                 progress=args.progress,
                 # an imported network compiles as 'platform import' writes it (compact zones where it can)
-                compile=(lambda t: _compile_imported(t, tmp)) if imported is not None else None,
+                compile=(lambda t: _compile_imported(t, scratch)) if imported is not None else None,
             )
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"
@@ -425,13 +427,18 @@ def _imported_network(args: argparse.Namespace) -> Topology | None:
     for flag, value in given:
         if value is not None:
             raise HcsimError(f"{flag} does not apply to an imported network ('{args.platform}' gives its NPUs)")
-    return import_topology(args.platform, xpu=args.mix or "H100")
+    return import_topology(
+        args.platform, xpu=args.mix or "H100", link_bandwidth=args.link_bandwidth, link_latency=args.link_latency
+    )
 
 
-def _compile_imported(topology: Topology, folder: str) -> str:
-    """Compile an imported network (or its fold) as ``hcsim platform import`` does; the file's path."""
-    path = os.path.join(folder, f"platform{len(os.listdir(folder))}.xml")
-    compile_astra_network(topology, path)
+def _compile_imported(topology: Topology, scratch: contextlib.ExitStack) -> str:
+    """Compile an imported network (or its fold) as ``hcsim platform import`` does; a path that opens it.
+
+    The XML is an anonymous file (on no disk: a SIGKILL leaves nothing), open until ``scratch`` closes.
+    """
+    f, path = scratch.enter_context(anonymous_file("platform.xml"))
+    compile_astra_network(topology, f)
     return path
 
 

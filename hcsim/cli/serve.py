@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import tempfile
 from collections.abc import Callable
 
 import numpy as np
@@ -25,7 +24,7 @@ from hcsim.cli.platform import build_topology
 from hcsim.cli.serve_continuous import main as continuous
 from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
-from hcsim.files import check_outputs
+from hcsim.files import anonymous_file, check_outputs
 from hcsim.frontends.serving import batching as fb
 from hcsim.frontends.serving.batch_times import batch_times
 from hcsim.platform import builders, compile_platform
@@ -162,9 +161,8 @@ def main(args: argparse.Namespace) -> int:
         topo, servers = builders.star(args.servers, "V100"), None
     else:
         topo = build_topology(args)
-    with tempfile.TemporaryDirectory() as tmp:
-        platform = os.path.join(tmp, "p.xml")
-        compile_platform(topo, platform)
+    with anonymous_file("platform.xml") as (f, platform):  # on no disk: a SIGKILL leaves nothing behind
+        compile_platform(topo, f)
         if model is None:
             servers, batch_time = topo.xpus(), fb.linear_time(alpha, tau0)
         else:

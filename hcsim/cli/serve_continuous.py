@@ -16,14 +16,13 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 from hcsim.cli.platform import build_topology
 from hcsim.engine.simulator import platform_xpus
 from hcsim.errors import HcsimError
-from hcsim.files import check_outputs
+from hcsim.files import anonymous_file, check_outputs
 from hcsim.frontends.serving import continuous as fc
 from hcsim.frontends.serving import traces as ft
 from hcsim.frontends.serving.disaggregated import serve_disaggregated
@@ -379,9 +378,8 @@ def main(args: argparse.Namespace) -> int:
     points = [(r, _with_prefix(args, _requests(args, r, trace))) for r in rates]
     topo = build_topology(args)
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        platform = os.path.join(tmp, "p.xml")
-        compile_platform(topo, platform)
+    with anonymous_file("platform.xml") as (f, platform):  # on no disk: a SIGKILL leaves nothing behind
+        compile_platform(topo, f)
         xpus = platform_xpus(platform)
         tp = check_inference(spec, len(xpus), batch=1, context=1, tp=args.tp)
         run, groups = engine(args, spec, platform, topo, xpus, tp, tiers, block, budget, seqs, bucket, hbm, cap)

@@ -15,7 +15,6 @@ is held to the exact engine by ``tests/fast/``; the contract is in ``docs/fast-p
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from hcsim.fast.rounds import MemoizedRounds
 from hcsim.fast.symmetry import fold_system, fold_units
 from hcsim.fast.twins import Twins
 from hcsim.fast.units import units_of
+from hcsim.files import anonymous_file
 from hcsim.platform.compiler import compile_platform
 from hcsim.platform.simgrid_files import read_declared, runs_raw
 from hcsim.platform.topology import Topology
@@ -269,9 +269,8 @@ def simulate_system(
     if compile is not None:
         result = simulate(compile(topology), work, iterations, **kwargs)
     else:
-        with tempfile.TemporaryDirectory(prefix="hcsim-system-") as tmp:
-            path = os.path.join(tmp, "platform.xml")
-            compile_platform(topology, path)
+        with anonymous_file("platform.xml") as (f, path):  # on no disk: a SIGKILL leaves nothing behind
+            compile_platform(topology, f)
             result = simulate(path, work, iterations, **kwargs)
     result.fold = folded
     result.fold_refused = refusal

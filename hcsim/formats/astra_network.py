@@ -24,12 +24,12 @@ from __future__ import annotations
 import math
 import os
 from itertools import combinations
-from typing import Any
+from typing import Any, BinaryIO
 
 from lxml import etree
 
 from hcsim.errors import HcsimError
-from hcsim.files import temporary_beside
+from hcsim.files import load_yaml, temporary_beside
 from hcsim.formats.astra_routes import (
     GB,
     grid_lines,
@@ -90,7 +90,7 @@ def read_astra_network(path: str | os.PathLike[str], xpu: str | Device = "H100")
     path = os.fspath(path)
     try:
         with open(path) as f:
-            data = yaml.safe_load(f)
+            data = load_yaml(f.read(), f"ASTRA-sim network file '{path}'")  # a key given twice is refused
     except FileNotFoundError:
         raise HcsimError(f"ASTRA-sim network file '{path}' does not exist") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -240,7 +240,9 @@ def compact_routing(topology: Topology) -> str | None:
     return None
 
 
-def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, precision: str = "fp32") -> CompileStats:
+def compile_astra_network(
+    topology: Topology, path: str | os.PathLike[str] | BinaryIO, *, precision: str = "fp32"
+) -> CompileStats:
     """Write an imported ASTRA-sim network as SimGrid XML: compact zones where :func:`compact_routing` has one.
 
     The hosts, links and link directions are those :func:`~hcsim.platform.compiler.compile_platform`
@@ -259,46 +261,56 @@ def compile_astra_network(topology: Topology, path: str | os.PathLike[str], *, p
         if f"{precision}_flops" not in topology.nodes[x]:
             raise HcsimError(f"XPU '{x}' (device '{topology.nodes[x].get('device')}') has no {precision} rate")
     stats = CompileStats(zones=1)
+    if not isinstance(path, (str, os.PathLike)):  # an open binary file (hcsim.files.anonymous_file)
+        _write_compact(topology, path, routing, hosts, precision, stats)
+        path.flush()
+        return stats
     path = os.fspath(path)
     tmp = temporary_beside(path, ".xml.tmp")
     try:
-        with etree.xmlfile(tmp, encoding="utf-8") as xf:
-            xf.write_declaration()
-            xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
-            with xf.element("platform", version="4.1"):
-                with xf.element("config"):
-                    for key, value in {**NETWORK_CONFIG, **_solver_for(topology)}.items():
-                        xf.write(etree.Element("prop", id=key, value=str(value)))
-                with xf.element("zone", id=ROOT_ZONE, routing=routing):
-                    for x in hosts:
-                        xf.write(_host_element(topology.nodes[x], x, precision), "\n")
-                        stats.hosts += 1
-                    spec = grid_spec(topology) if routing == "DijkstraCache" else None
-                    for sw in sorted(topology.nodes_of("switch")) if spec else ():
-                        xf.write(etree.Element("router", id=sw), "\n")
-                        stats.routers += 1
-                    links = list(topology.iter_links())
-                    for a, b, data in links:
-                        xf.write(_link_element(a, b, data), "\n")
-                        stats.links += 1
-                    if routing == "Cluster":
-                        for a, b, _ in links:
-                            npu, sw = (a, b) if topology.is_host(a) else (b, a)
-                            name = link_id(a, b)
-                            # the compiler's direction for npu -> switch: UP when npu < switch
-                            up, down = ("UP", "DOWN") if npu < sw else ("DOWN", "UP")
-                            xf.write(etree.Element("host_link", id=npu, up=f"{name}_{up}", down=f"{name}_{down}"), "\n")
-                            stats.routes += 1
-                    else:
-                        for a, b in grid_route_order(spec) if spec else ring_route_order(hosts):
-                            xf.write(_route_element(topology, a, b), "\n")
-                            stats.routes += 1
+        _write_compact(topology, tmp, routing, hosts, precision, stats)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return stats
+
+
+def _write_compact(
+    topology: Topology, target: Any, routing: str, hosts: list[str], precision: str, stats: CompileStats
+) -> None:
+    with etree.xmlfile(target, encoding="utf-8") as xf:
+        xf.write_declaration()
+        xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
+        with xf.element("platform", version="4.1"):
+            with xf.element("config"):
+                for key, value in {**NETWORK_CONFIG, **_solver_for(topology)}.items():
+                    xf.write(etree.Element("prop", id=key, value=str(value)))
+            with xf.element("zone", id=ROOT_ZONE, routing=routing):
+                for x in hosts:
+                    xf.write(_host_element(topology.nodes[x], x, precision), "\n")
+                    stats.hosts += 1
+                spec = grid_spec(topology) if routing == "DijkstraCache" else None
+                for sw in sorted(topology.nodes_of("switch")) if spec else ():
+                    xf.write(etree.Element("router", id=sw), "\n")
+                    stats.routers += 1
+                links = list(topology.iter_links())
+                for a, b, data in links:
+                    xf.write(_link_element(a, b, data), "\n")
+                    stats.links += 1
+                if routing == "Cluster":
+                    for a, b, _ in links:
+                        npu, sw = (a, b) if topology.is_host(a) else (b, a)
+                        name = link_id(a, b)
+                        # the compiler's direction for npu -> switch: UP when npu < switch
+                        up, down = ("UP", "DOWN") if npu < sw else ("DOWN", "UP")
+                        xf.write(etree.Element("host_link", id=npu, up=f"{name}_{up}", down=f"{name}_{down}"), "\n")
+                        stats.routes += 1
+                else:
+                    for a, b in grid_route_order(spec) if spec else ring_route_order(hosts):
+                        xf.write(_route_element(topology, a, b), "\n")
+                        stats.routes += 1
 
 
 def _route_element(topology: Topology, a: str, b: str) -> Any:

@@ -25,6 +25,7 @@ from typing import Any
 import networkx as nx
 
 from hcsim.errors import HcsimError
+from hcsim.files import load_yaml
 from hcsim.platform.devices import Device
 from hcsim.platform.topology import Topology
 from hcsim.units import parse_bandwidth, parse_time
@@ -41,8 +42,8 @@ def is_infragraph(path: str) -> bool:
 
     try:
         with open(path) as f:
-            data = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            data = load_yaml(f.read(), f"InfraGraph file '{path}'")
+    except (OSError, yaml.YAMLError, UnicodeDecodeError, HcsimError):  # not an InfraGraph file hcsim reads
         return False
     return isinstance(data, dict) and "instances" in data and "devices" in data
 
@@ -99,8 +100,10 @@ def _check_size(text: str, path: str) -> None:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, ValueError):
+        data = load_yaml(text, f"InfraGraph file '{path}'")  # a key given twice, or a bomb: one line here
+    except HcsimError:
+        raise
+    except (yaml.YAMLError, ValueError):  # e.g. a date PyYAML cannot construct
         return  # the package says what is wrong with it
     if not isinstance(data, dict):
         return
@@ -190,14 +193,18 @@ def infragraph_topology(
             bw = parse_bandwidth(link_bandwidth, "--link-bandwidth")
         else:
             raise HcsimError(
-                f"{what} has no bandwidth (valid: give the link a physical bandwidth, or --link-bandwidth)"
+                f"{what} has no bandwidth (valid: give the link a physical bandwidth, or a default for the links "
+                "that declare none: --link-bandwidth, e.g. --link-bandwidth 100Gbps)"
             )
         if "latency" in data:
             lat = _quantity(data["latency"], parse_time, f"{what}: latency")
         elif link_latency is not None:
             lat = parse_time(link_latency, "--link-latency")
         else:
-            raise HcsimError(f"{what} has no latency (valid: give the link a physical latency, or --link-latency)")
+            raise HcsimError(
+                f"{what} has no latency (valid: give the link a physical latency, or a default for the links "
+                "that declare none: --link-latency, e.g. --link-latency 1us)"
+            )
         topo.add_link(str(u), str(v), bw, lat, link_kind=str(data.get("link", "generic")))
     # XPUs joined directly (no switch between) route through each other
     topo.graph["host_transit"] = any(u in hosts and v in hosts for u, v in topo.edges)

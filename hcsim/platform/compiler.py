@@ -23,7 +23,7 @@ import math
 import os
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, BinaryIO
 
 from lxml import etree
 
@@ -310,12 +310,12 @@ class _Writer:
 
 def compile_platform(
     topology: Topology,
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | BinaryIO,
     *,
     precision: str = "fp32",
     config: dict[str, str] | None = None,
 ) -> CompileStats:
-    """Write ``topology`` as SimGrid platform XML to ``path``; return what was written.
+    """Write ``topology`` as SimGrid platform XML to ``path`` (or an open binary file); return what was written.
 
     ``precision`` ("fp32", "fp16"; "bf16", "tf32" or "fp8" where every XPU has that rate)
     picks the rate that becomes each XPU's host speed;
@@ -331,15 +331,22 @@ def compile_platform(
     """
     topology.validate()
     _check_simulable(topology)
-    path = os.fspath(path)
-    with atomic_path(path, ".xml.tmp") as tmp:  # a reader never sees half a file; no temporary left
-        with etree.xmlfile(tmp, encoding="utf-8") as xf:
-            xf.write_declaration()
-            xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
-            with xf.element("platform", version="4.1"):
-                with xf.element("config"):
-                    for key, value in {**NETWORK_CONFIG, **_solver_for(topology), **(config or {})}.items():
-                        xf.write(etree.Element("prop", id=key, value=str(value)))
-                writer = _Writer(topology, precision, xf)
-                writer.zone("")
+    if not isinstance(path, (str, os.PathLike)):  # an open binary file (hcsim.files.anonymous_file)
+        stats = _write_platform(topology, path, precision, config)
+        path.flush()
+        return stats
+    with atomic_path(os.fspath(path), ".xml.tmp") as tmp:  # a reader never sees half a file; no temporary left
+        return _write_platform(topology, tmp, precision, config)
+
+
+def _write_platform(topology: Topology, target: Any, precision: str, config: dict[str, str] | None) -> CompileStats:
+    with etree.xmlfile(target, encoding="utf-8") as xf:
+        xf.write_declaration()
+        xf.write_doctype('<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">')
+        with xf.element("platform", version="4.1"):
+            with xf.element("config"):
+                for key, value in {**NETWORK_CONFIG, **_solver_for(topology), **(config or {})}.items():
+                    xf.write(etree.Element("prop", id=key, value=str(value)))
+            writer = _Writer(topology, precision, xf)
+            writer.zone("")
     return writer.stats

@@ -144,12 +144,14 @@ def draw_topology(
             xycoords=("axes fraction", "data"),
             xytext=(4, 0),
             textcoords="offset points",
-            fontsize=7,
+            fontsize=8,
             va="center",
             ha="left",
         )
-    ax.set_yticks([0, -1, -2, -3, -4, -5, -6])
-    ax.set_yticklabels(["core", "ToR / rack CXL", "NIC", "CPU", "PCIe / XPU sw", "XPU", "memory"])
+    names = ["core", "ToR / rack CXL", "NIC", "CPU", "PCIe / XPU sw", "XPU", "memory"]
+    held = [i for i in range(len(names)) if -i in by_layer]  # layers without a node are not labelled
+    ax.set_yticks([-i for i in held])
+    ax.set_yticklabels([names[i] for i in held], fontsize=9)
     ax.tick_params(left=True, labelleft=True, bottom=False)
     from matplotlib.lines import Line2D
 
@@ -166,7 +168,14 @@ def draw_topology(
         for kind, bw, lat in [key]
     ]
     ax.legend(
-        handles=handles, loc="upper left", bbox_to_anchor=(1.0, -0.02), fontsize=7, title="links: bandwidth, latency"
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.02),
+        ncol=3,
+        fontsize=8,
+        title="nodes; links: kind bandwidth, latency (count)",
+        title_fontsize=9,
+        frameon=False,
     )
     ax.set_title(title or topology.graph.get("name", "topology"))
     for side in ("top", "right", "bottom"):

@@ -15,6 +15,7 @@ import tempfile
 import time
 from typing import Any
 
+from hcsim.files import anonymous_file
 from hcsim.units import parse_bytes
 
 __all__ = ["allreduce", "cluster_policy", "collective", "llama2_13b", "parallel_training", "transfer", "synthetic"]
@@ -49,9 +50,8 @@ def allreduce(
     from hcsim.workload import allreduce_benchmark
 
     topo = _system(system, xpus, mix, cxl_bandwidth, cxl_latency)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "p.xml")
-        compile_platform(topo, path)
+    with anonymous_file("platform.xml") as (f, path):  # on no disk: a killed sweep leaves nothing behind
+        compile_platform(topo, f)
         r = simulate(path, allreduce_benchmark(topo.xpus(), parse_bytes(nbytes), algorithm), iterations)
     s = summarize(r, top=1)
     top = s["top_links"][0] if s["top_links"] else {}
@@ -206,9 +206,8 @@ def transfer(
 
     topo = _system(system, xpus, mix, cxl_bandwidth, cxl_latency)
     names = topo.xpus()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "p.xml")
-        compile_platform(topo, path)
+    with anonymous_file("platform.xml") as (f, path):
+        compile_platform(topo, f)
         (t,) = simulate_transfers(path, [(names[src], names[dst], parse_bytes(nbytes))])
     return {"seconds": t}
 

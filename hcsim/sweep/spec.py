@@ -168,48 +168,6 @@ def resolve_function(ref: str) -> Callable[..., Any]:
 _SHALLOW = "a few levels of mappings and lists"
 
 
-def _expanded_size(data: Any, source: str) -> int:
-    """How many values ``data`` holds with every shared (aliased) value counted at each use.
-
-    PyYAML builds an alias as a reference to the anchored object, so a "billion laughs"
-    spec loads quickly as a small graph but expands to a huge tree when used. This
-    counts the tree on the graph (each object once, memoized): linear in what was loaded.
-    Raises :class:`HcsimError` beyond :data:`MAX_NODES` or for a value that contains itself.
-    """
-    sizes: dict[int, int] = {}
-    active: set[int] = set()
-
-    def size(obj: Any) -> int:
-        if not isinstance(obj, (dict, list)):
-            return 1
-        key = id(obj)
-        if key in sizes:
-            return sizes[key]
-        if key in active:
-            raise HcsimError(f"{source}: a YAML alias refers to a value that contains it (valid: no recursive aliases)")
-        active.add(key)
-        children = [v for kv in obj.items() for v in kv] if isinstance(obj, dict) else obj
-        total = 1
-        for child in children:
-            total += size(child)
-            if total > MAX_NODES:
-                break
-        active.discard(key)
-        sizes[key] = total
-        return total
-
-    try:
-        total = size(data)
-    except RecursionError:
-        raise HcsimError(f"{source}: the spec is nested too deeply (valid: {_SHALLOW})") from None
-    if total > MAX_NODES:
-        raise HcsimError(
-            f"{source}: the spec holds more than {MAX_NODES:,} values once its YAML aliases are expanded "
-            "(valid: a spec of ordinary size; anchors and aliases that expand to so much are refused)"
-        )
-    return total
-
-
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Read a YAML (or JSON) sweep spec: UTF-8 text, of bounded size once aliases are expanded."""
     import yaml
@@ -227,10 +185,9 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
         line = raw[: exc.start].count(b"\n") + 1
         raise HcsimError(f"sweep spec '{path}' line {line}: not UTF-8 text (valid: a UTF-8 YAML file)") from None
     try:
-        data = load_yaml(text, f"sweep spec '{path}'")
+        data = load_yaml(text, f"sweep spec '{path}'", max_values=MAX_NODES, noun="the spec")  # aliases expanded
     except yaml.YAMLError as exc:
         raise HcsimError(f"sweep spec '{path}' is not valid YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:
         raise HcsimError(f"sweep spec '{path}' is nested too deeply (valid: {_SHALLOW})") from None
-    _expanded_size(data, str(path))
     return SweepSpec.from_dict(data, source=str(path))

@@ -306,9 +306,14 @@ def test_the_library_checks_name_what_is_wrong(tmp_path):
         check_distinct({"--a": tmp_path / "x", "--b": tmp_path / "sub" / ".." / "z"}, {"in": tmp_path / "z"})
 
 
-def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
-    """``hcsim argv`` with its progress bar; returns once the simulation is running."""
+def _start(argv: list[str], cwd: Path, tmpdir: Path | None = None) -> subprocess.Popen:
+    """``hcsim argv`` with its progress bar; returns once the simulation is running (its platform loaded).
+
+    ``tmpdir``: the process's TMPDIR (a private one, to see what it leaves there).
+    """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     p = subprocess.Popen([*CLI, *argv, "--progress"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen, t0 = b"", time.monotonic()
     while b"simulating" not in seen:
@@ -317,6 +322,20 @@ def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
         seen += chunk
     time.sleep(1.0)
     return p
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:  # the process ended meanwhile
+        return []
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
 
 
 LONG_RUN = ["run", "--system", "cxl", "--xpus", "64", "--workload", "llama2-13b", "--iterations", "10000"]
@@ -338,14 +357,47 @@ def test_ctrl_c_stops_a_long_run_within_a_second(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_a_killed_run_leaves_no_file(sig, tmp_path):
-    """Nothing is created before the work is done, so even SIGKILL leaves the output directory as it was."""
+    """Nothing is created before the work is done, so even SIGKILL leaves the output directory as it was.
+
+    The compiled platform SimGrid is running is no file either (an anonymous in-memory one): the
+    process's private temporary directory stays empty.
+    """
     (tmp_path / "keep.csv").write_text("old")
-    p = _start([*LONG_RUN, "--csv", "keep.csv", "--links", "new/l.csv"], tmp_path)
+    (tmp_path / "tmp").mkdir()
+    p = _start([*LONG_RUN, "--csv", "keep.csv", "--links", "new/l.csv"], tmp_path, tmpdir=tmp_path / "tmp")
     p.send_signal(sig)
     p.communicate(timeout=60)
     assert p.returncode == (143 if sig == signal.SIGTERM else -signal.SIGKILL)
-    assert sorted(x.name for x in tmp_path.iterdir()) == ["keep.csv"]
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["keep.csv", "tmp"]
     assert (tmp_path / "keep.csv").read_text() == "old"
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+IMPORTED_RUN = (
+    f"run --platform {ROOT}/examples/astra-sim/HGX-H100.yml --workload allreduce --bytes 1GiB --iterations 100000"
+)
+COLLECTIVE_RUN = "collective --system cxl --xpus 16 --algorithm ring --sizes 1GiB --iterations 10000"
+
+
+@pytest.mark.parametrize(
+    "argv", [IMPORTED_RUN.split(), COLLECTIVE_RUN.split()], ids=["run-imported-network", "collective"]
+)
+def test_sigkill_leaves_no_compiled_platform_in_the_temporary_directory(argv, tmp_path):
+    """SIGKILL once SimGrid has loaded the platform hcsim compiled: nothing is left in TMPDIR (item 1)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "TMPDIR": str(tmp_path)}  # fmt: skip
+    p = subprocess.Popen([*CLI, *argv], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0, held = time.monotonic(), []
+    while not any(h.startswith("/memfd:platform.xml") for h in held):  # the simulation process runs it
+        assert p.poll() is None and time.monotonic() - t0 < 120, held
+        time.sleep(0.1)
+        kids = Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()
+        held = [_link(f"/proc/{kid}/fd/{fd}") for kid in kids for fd in _listdir(f"/proc/{kid}/fd")]
+    time.sleep(0.5)  # SimGrid has parsed it
+    p.kill()
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    assert list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------------ YAML: a key given twice

@@ -6,7 +6,8 @@ front, ``PYTHONPATH=.`` or ``$`` before, ``\\`` continuations joined), and the e
 of README.md's command table. Each is listed in :data:`HOW` with how it is checked:
 
 * ``fast``: run, in the page's order, in one fresh copy of the repository per page
-  (so ``platform check p.xml`` finds the ``p.xml`` an earlier line wrote); exit 0;
+  (so ``platform check p.xml`` finds the ``p.xml`` an earlier line wrote); exit 0; a
+  command two pages hold (:data:`ONCE`) runs once, the other page getting the files it wrote;
 * ``slow``: the same, in the slow suite (``@pytest.mark.slow``);
 * a sentence (why it cannot run here: hours of work, a Dask scheduler on another
   machine, a download): its script or subcommand exists and its ``--help`` names every
@@ -19,6 +20,10 @@ written ``[--quick]`` run with what the brackets hold; ``# comments`` are droppe
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import hashlib
+import json
 import os
 import re
 import shlex
@@ -44,11 +49,9 @@ HOW: dict[str, str] = {
     "hcsim platform build cxl --xpus 4096 -o p.xml": "slow",
     "hcsim platform import examples/astra-sim/HGX-H100.yml -o p.xml": "fast",
     "hcsim run --system cxl --xpus 1024 --workload llama2-13b --iterations 2 --fast": "fast",
-    "hcsim collective --system cxl --xpus 64 --algorithm all --sizes 1KiB:1GiB": "slow",
     "hcsim sweep examples/sweeps/allreduce.yaml -j 2": "slow",
     "hcsim serve --gpu v100 --rho 0.7": "fast",
     "hcsim run --system cxl --xpus 8 --model llama3-70b --inference --batch 8 --context 4096": "fast",
-    "hcsim run --system cxl --xpus 1024 --model llama3-70b --parallel tp=8,pp=4 --fast": "slow",
     "hcsim cluster --trace examples/traces/sample.swf --policy mlfq --out results/sample": "fast",
     "hcsim queue-selection --method all --set 1d": "fast",
     "hcsim demo": "fast",
@@ -146,6 +149,19 @@ HOW: dict[str, str] = {
 }
 
 
+ONCE = {
+    "hcsim platform build cxl --xpus 4096 -o p.xml",
+    "hcsim run --system cxl --xpus 1024 --workload llama2-13b --iterations 2 --fast",
+    "hcsim sweep examples/sweeps/allreduce.yaml -j 2",
+    "hcsim serve --gpu v100 --rho 0.7",
+    "hcsim collective --system cxl --xpus 64 --algorithm all --sizes 1KiB:4GiB --out results/coll",
+    "hcsim run --system cxl --xpus 1024 --model llama3-70b --parallel dp=32,tp=8,pp=4 --microbatches 8 --fast",
+}
+"""Commands that two pages hold and that read only the repository's own files (no file an earlier
+line writes): run once per test session; the other page gets the files that run wrote (same
+bytes: hcsim's outputs are deterministic) and its exit status, as if it had run it."""
+
+
 def _pages_commands() -> list[tuple[str, str]]:
     """(page, command) in page order: fenced shell lines first, then README's table examples."""
     out = []
@@ -215,11 +231,18 @@ def _flags_are_offered(command: str, cwd: Path) -> None:
         assert (cwd / words[0]).is_file(), f"{command}: no script {words[0]}"
         size = 1
     head = args[: 1 + size]
-    shown = subprocess.run([*head, "--help"], cwd=cwd, capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(cwd)})  # fmt: skip
-    assert shown.returncode == 0, (command, shown.stderr)
+    code, stdout, stderr = _help(tuple(head), str(cwd))
+    assert code == 0, (command, stderr)
     for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*|-[a-zA-Z])\b", " ".join(words[size:])):
-        assert flag in shown.stdout, f"{command}: {flag} is not in {' '.join(head[1:])} --help"
+        assert flag in stdout, f"{command}: {flag} is not in {' '.join(head[1:])} --help"
+
+
+@functools.cache
+def _help(head: tuple[str, ...], cwd: str) -> tuple[int, str, str]:
+    """``head --help``: exit code, stdout, stderr (once per script or subcommand: several lines share one)."""
+    shown = subprocess.run([*head, "--help"], cwd=cwd, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": cwd})  # fmt: skip
+    return shown.returncode, shown.stdout, shown.stderr
 
 
 COMMANDS = _pages_commands()
@@ -232,6 +255,8 @@ def test_every_command_of_the_docs_says_how_it_is_checked():
     stale = sorted(set(HOW) - found)
     assert not stale, f"HOW lists commands no page holds: {stale}"
     assert len(found) >= 60
+    pages = {c: {p for p, c2 in COMMANDS if c2 == c} for c in ONCE}
+    assert all(HOW.get(c) in ("fast", "slow") and len(pages[c]) >= 2 for c in ONCE), pages
     odd = {c: how for c, how in HOW.items() if how not in ("fast", "slow") and not how.startswith(NOT_RUN)}
     assert not odd, f"HOW values must be fast, slow or a sentence starting {NOT_RUN!r}: {odd}"
 
@@ -249,26 +274,74 @@ def _page_commands(page: str, mode: str) -> list[str]:
 PAGE_NAMES = sorted({p for p, _ in COMMANDS})
 
 
-def _run_page(page: str, mode: str, tmp_path: Path) -> None:
+def _files(repo: Path) -> dict[str, tuple[int, int]]:
+    """Every file of a copy: relative path -> (size, modification time)."""
+    out = {}
+    for d, _, names in os.walk(repo):
+        for n in names:
+            st = os.stat(os.path.join(d, n))
+            out[os.path.relpath(os.path.join(d, n), repo)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _run_once(command: str, repo: Path, shared: Path) -> tuple[int, str]:
+    """Run a command of :data:`ONCE` in ``repo``, or copy in the files its one run wrote; (exit code, stderr).
+
+    ``shared`` is a directory every pytest-xdist worker of the session sees; a lock makes the
+    first page to reach the command run it while the other waits, then copies.
+    """
+    cache = shared / hashlib.sha256(command.encode()).hexdigest()[:16]
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (cache / "result.json").exists():
+            done = json.loads((cache / "result.json").read_text())
+            for rel in done["written"]:
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(cache / "files" / rel, repo / rel)
+            return done["returncode"], done["stderr"]
+        before = _files(repo)
+        r = _run(command, repo)
+        written = sorted(rel for rel, st in _files(repo).items() if before.get(rel) != st)
+        for rel in written:
+            (cache / "files" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo / rel, cache / "files" / rel)
+        done = {"returncode": r.returncode, "stderr": r.stderr, "written": written}
+        (cache / "result.json").write_text(json.dumps(done))
+        return r.returncode, r.stderr
+
+
+def _run_page(page: str, mode: str, tmp_path: Path, shared: Path) -> None:
     commands = _page_commands(page, mode)
     if not commands:
         return
     repo = _copy(tmp_path)
     for command in commands:
-        r = _run(command, repo)
-        assert r.returncode == 0, f"{page}: `{command}` exited {r.returncode}:\n{r.stderr[-2000:]}"
-        assert "Traceback" not in r.stderr, f"{page}: `{command}`:\n{r.stderr[-2000:]}"
+        if command in ONCE:
+            code, stderr = _run_once(command, repo, shared)
+        else:
+            r = _run(command, repo)
+            code, stderr = r.returncode, r.stderr
+        assert code == 0, f"{page}: `{command}` exited {code}:\n{stderr[-2000:]}"
+        assert "Traceback" not in stderr, f"{page}: `{command}`:\n{stderr[-2000:]}"
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory, worker_id) -> Path:
+    """A directory all pytest-xdist workers of this session share (their base temporary directories' parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base if worker_id == "master" else base.parent) / "doc-commands-once"
 
 
 @pytest.mark.parametrize("page", PAGE_NAMES)
-def test_fast_commands_run_as_written(page, tmp_path):
-    _run_page(page, "fast", tmp_path)
+def test_fast_commands_run_as_written(page, tmp_path, shared):
+    _run_page(page, "fast", tmp_path, shared)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGE_NAMES)
-def test_slow_commands_run_as_written(page, tmp_path):
-    _run_page(page, "slow", tmp_path)
+def test_slow_commands_run_as_written(page, tmp_path, shared):
+    _run_page(page, "slow", tmp_path, shared)
 
 
 @pytest.mark.parametrize("page", PAGE_NAMES)

@@ -143,6 +143,59 @@ def test_infragraph_blueprint_needs_default_links(tmp_path: Path) -> None:
     assert 100e9 / 8 in {d["bandwidth"] for _, _, d in topo.edges(data=True)}  # the default, where none is declared
 
 
+def test_infragraph_blueprint_without_bandwidths_names_the_link_and_the_flag_in_run(tmp_path: Path) -> None:
+    """`run --platform clos.json`: one line naming the link and --link-bandwidth, which run then takes (item 5)."""
+    pytest.importorskip("infragraph")
+    from infragraph.blueprints.fabrics.closfabric import ClosFabric
+
+    f = write(tmp_path, ClosFabric().serialize(), "clos.json")
+    base = [*CLI, "run", "--platform", str(f), "--workload", "allreduce", "--bytes", "1MiB", "--iterations", "1"]
+    proc = subprocess.run(base, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "clos.json': link '" in line and "has no bandwidth" in line and "--link-bandwidth" in line, line
+    proc = subprocess.run([*base, "--link-bandwidth", "100Gbps"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "has no latency" in proc.stderr and "--link-latency" in proc.stderr, proc.stderr
+    proc = subprocess.run([*base, "--link-bandwidth", "100Gbps", "--link-latency", "1us", "--json"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["xpus"] == 8
+
+
+def test_network_readers_refuse_a_key_given_twice(tmp_path: Path) -> None:
+    """Both readers, called directly, load through hcsim.files.load_yaml (item 10)."""
+    net = write(tmp_path, "topology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [500]\nlatency: [5]\n")
+    with pytest.raises(HcsimError, match=r"ASTRA-sim network file '.*net.yml': duplicate key 'latency' at line 5"):
+        read_astra_network(net)
+    pytest.importorskip("infragraph")
+    from hcsim.formats.infragraph import is_infragraph, read_infragraph
+
+    text = (DATA / "infragraph_two_servers.yaml").read_text()
+    twice = write(tmp_path, text.replace("name: two-servers\n", "name: two-servers\nname: again\n"), "ig.yaml")
+    with pytest.raises(HcsimError, match=r"InfraGraph file '.*ig.yaml': duplicate key 'name' at line 4 \(first at"):
+        read_infragraph(twice)
+    assert not is_infragraph(twice) and is_infragraph(DATA / "infragraph_two_servers.yaml")
+    nested = write(tmp_path, text.replace("count: 2}", "count: 2, count: 3}"), "ig2.yaml")
+    with pytest.raises(HcsimError, match="duplicate key 'count'"):
+        import_topology(nested)
+
+
+def test_yaml_alias_bombs_and_huge_texts_are_refused_before_use(tmp_path: Path) -> None:
+    """A "billion laughs" network file and an oversized one: one line each, no memory blow-up."""
+    from hcsim.files import MAX_YAML_CHARS, MAX_YAML_VALUES, load_yaml
+
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb = write(tmp_path, "\n".join(lines) + "\ntopology: [Ring]\nnpus_count: [8]\nbandwidth: [50]\nlatency: [5]\n")
+    with pytest.raises(HcsimError, match=f"net.yml': it holds more than {MAX_YAML_VALUES:,} values once its YAML"):
+        read_astra_network(bomb)
+    with pytest.raises(HcsimError, match="refers to a value that contains it"):
+        load_yaml("a: &x [1, *x]\n", "spec")
+    assert load_yaml("d: &d {k: 1}\nuse: [*d, *d]\n", "spec") == {"d": {"k": 1}, "use": [{"k": 1}, {"k": 1}]}
+    with pytest.raises(HcsimError, match=f"x is {MAX_YAML_CHARS + 1:,} characters long"):
+        load_yaml("#" * (MAX_YAML_CHARS + 1), "x")
+
+
 def test_platform_import_command_writes_a_platform(tmp_path: Path) -> None:
     pytest.importorskip("infragraph")
     out = tmp_path / "p.xml"
