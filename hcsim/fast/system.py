@@ -4,7 +4,7 @@
 layout, :mod:`.units`, or the data-parallel ring's representatives), compiles it and
 runs it; :func:`simulate` runs a compiled platform. :class:`RunOptions` (the engine's
 options and ``fold``, ``memoize``, ``repeat``, ``twins``, ``late_twins``,
-``background``; ``fast=True`` turns on the first three) says how; :class:`FastPaths`
+``background``, ``shared_group_steps``; ``fast=True`` turns on the first three) says how; :class:`FastPaths`
 is the wing that builds one run's ledger, strategies and observers from them.
 
 Invariant: a feature that is off is a part left out; a fold that cannot be proven runs
@@ -59,7 +59,9 @@ class RunOptions(EngineOptions):
     (:mod:`.rounds`); ``repeat``: extrapolate the iterations after one that repeats the
     one before (:mod:`.repeat`). Memoize's features, each on by default: ``twins``
     (:mod:`.twins`), ``late_twins`` (twin classes that form once other traffic on their
-    links is over), ``background`` (:mod:`.background`). ``RunOptions.of(fast=True)``
+    links is over), ``background`` (:mod:`.background`), ``shared_group_steps`` (rings of
+    a layout group skip from their first step on a step of their plan measured before,
+    :mod:`.shared_steps`). ``RunOptions.of(fast=True)``
     turns fold, memoize and repeat on.
     """
 
@@ -69,6 +71,7 @@ class RunOptions(EngineOptions):
     twins: bool = True
     late_twins: bool = True
     background: bool = True
+    shared_group_steps: bool = True
 
     @classmethod
     def of(cls, options: EngineOptions | None = None, fast: bool | None = None, **switches: Any) -> Any:
@@ -117,6 +120,7 @@ class FastPaths:
             exact = _Unrecorded(exact)
         ledger = LinkLedger(execution)
         rings = MemoizedRings(execution, exact, ledger)
+        rings.shared_steps.groups = o.shared_group_steps
         if o.background and self.raw_network:
             rings.background = Background(rings)
             ledger.listen(rings.background)  # before the rings: memory flows are recorded first
