@@ -506,7 +506,8 @@ class MemoizedRings:
         r.real, r.virtual_count = set(), 0
         r.step_generation += 1
         r.steps_done += 1
-        if r.steps_done >= r.steps:
+        last = r.steps_done >= r.steps
+        if last and not self.shared_steps.last_steps:
             self.finish_ring(r, now)
             return
         d = now - r.step_start
@@ -517,7 +518,11 @@ class MemoizedRings:
             busy = busy or any(group.inflight[f] for f in r.reps)
         if quiet and not busy:  # alone on its links, and nothing else is in flight on them
             self.shared_steps.measured(r, d)  # a full step alone: other vertices of these flows may skip
-            self._skip(r, now, d, r.steps - r.steps_done)
+            if not last:
+                self._skip(r, now, d, r.steps - r.steps_done)
+                return
+        if last:
+            self.finish_ring(r, now)
             return
         if r.bg_snap is not None and self.background.freeze(r, now, d):
             return

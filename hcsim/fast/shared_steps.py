@@ -11,7 +11,10 @@ flow starting on its links interrupts the skip as usual (the current step resume
 SimGrid with the bytes it has left). Loose rings (two of their flows share a link) have
 always done so; ``shared_group_steps`` (a :class:`~hcsim.fast.system.RunOptions`
 switch) lets rings of a layout group (:mod:`.groups`: a training layout's TP
-collectives, 4 flows per step over NVLink) do it too.
+collectives, 4 flows per step over NVLink) do it too; ``shared_ring_steps`` (off by
+default, on in calibrated CLI runs) extends it from algorithms declaring ``shared_steps``
+to every ring algorithm (context parallelism's rings; the argument does not depend on the
+algorithm, only the paper's studies keep their last bits with it off).
 
 Invariant: only durations of full steps measured quiet and not busy are kept, the first
 one per plan; a skip from the first step starts only where the measured step's own
@@ -32,17 +35,23 @@ class SharedSteps:
     """The steps measured per plan of shared-steps algorithms, and the skips they allow (module docstring).
 
     ``rings``: the :class:`~hcsim.fast.ring_steps.MemoizedRings` it serves; ``groups``:
-    grouped rings skip from their first step too (``RunOptions.shared_group_steps``).
+    grouped rings skip from their first step too (``RunOptions.shared_group_steps``);
+    ``every_ring``: every ring algorithm's plans are keyed (``RunOptions.shared_ring_steps``).
     """
 
-    def __init__(self, rings: Any, *, groups: bool = False) -> None:
-        self.rings, self.groups = rings, groups
+    def __init__(self, rings: Any, *, groups: bool = False, every_ring: bool = False) -> None:
+        self.rings, self.groups, self.every_ring = rings, groups, every_ring
         self.keys: dict[int, tuple] = {}  # plan id -> its key (hosts in order, chunk)
         self.step_times: dict[tuple, float] = {}  # key -> the duration of a full step measured alone on quiet links
 
+    @property
+    def last_steps(self) -> bool:
+        """Whether a ring's last step is measured too (a ring of one step, e.g. CP's allgather over 2 ranks)."""
+        return self.groups or self.every_ring
+
     def register(self, data: dict[str, Any], fp: FlowPlan) -> None:
         """A plan made for a vertex: keyed if its algorithm shares steps across vertices."""
-        if algorithm(data["kind"], data["algorithm"]).shared_steps:
+        if self.every_ring or algorithm(data["kind"], data["algorithm"]).shared_steps:
             self.keys[id(fp)] = (tuple(fp.src), tuple(fp.dst), fp.size[0] if len(fp) else 0)
 
     def measured(self, r: Any, d: float) -> None:

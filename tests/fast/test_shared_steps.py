@@ -51,3 +51,24 @@ def test_grouped_rings_skip_from_their_first_step_within_tolerance(setting: str)
     assert on.activities < 0.8 * off.activities  # the TP rings' first steps left SimGrid (measured 0.58-0.72)
     # every flow of the plans is either run or memoized, with or without the shortcut
     assert on.activities + on.memoized_flows == off.activities + off.memoized_flows
+
+
+@pytest.mark.parametrize("setting", ["calibrated", "nic 100 us"])
+def test_every_ring_algorithm_shares_steps_when_asked(setting: str) -> None:
+    """Context parallelism's rings (the library's ``ring``, one step over 2 ranks on two nodes) share steps too."""
+    changes = {"calibrated": {}, "nic 100 us": {"nic_latency": 100e-6}}[setting]
+    spec = TransformerSpec("tiny", layers=8, hidden=2048, heads=16, kv_heads=16, intermediate=8192, vocab=32000,
+                           sequence=1024)  # fmt: skip
+
+    def run(**switches: object):
+        work = TrainingWorkload(spec, "tp=4,pp=2,cp=2", microbatches=4, calibration=CALIB,
+                                dp_algorithm="nccl@dgx-h100", tp_algorithm="nccl@dgx-h100")  # fmt: skip
+        topo = dgx_system(32, spec=dataclasses.replace(calibrated_dgx_spec("h100", CALIB), **changes))
+        return simulate_system(topo, work, 1, progress=False, **switches)
+
+    on, off = run(memoize=True, shared_ring_steps=True), run(memoize=True)
+    exact = run(memoize=False)
+    assert on.makespan == pytest.approx(off.makespan, rel=1e-12)  # measured 0 (identical)
+    assert on.makespan == pytest.approx(exact.makespan, rel=5e-5)  # measured 2.0e-5 (100 us; the same switched off)
+    assert on.activities < off.activities - 1000  # measured 6176 against 7456
+    assert on.activities + on.memoized_flows == off.activities + off.memoized_flows == exact.activities
