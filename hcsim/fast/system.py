@@ -4,8 +4,9 @@
 layout, :mod:`.units`, or the data-parallel ring's representatives), compiles it and
 runs it; :func:`simulate` runs a compiled platform. :class:`RunOptions` (the engine's
 options and ``fold``, ``memoize``, ``repeat``, ``twins``, ``late_twins``,
-``background``, ``shared_group_steps``, ``shared_ring_steps``; ``fast=True`` turns on the first three) says how; :class:`FastPaths`
-is the wing that builds one run's ledger, strategies and observers from them.
+``background``, ``shared_group_steps``, ``shared_ring_steps``; ``fast=True`` turns on
+the first three) says how; :class:`FastPaths` is the wing that builds one run's ledger,
+strategies and observers from them.
 
 Invariant: a feature that is off is a part left out; a fold that cannot be proven runs
 every XPU and says why (:class:`FoldRefused`, ``result.fold_refused``). Each shortcut
