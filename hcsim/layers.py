@@ -183,6 +183,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.fast.ledger", "the link ledger: routes, flows in flight, claims and rings in progress per link"),
             ("hcsim.fast.ring_steps", "memoized ring steps: skipped steps, virtual flows"),
             ("hcsim.fast.groups", "overlapping rings of one layout, counted per flow index"),
+            ("hcsim.fast.shared_steps", "a ring step measured alone stands for later rings of the same plan"),
             ("hcsim.fast.twins", "twin flows: one representative in SimGrid for a class of alike routes"),
             ("hcsim.fast.background", "frozen components: ring steps skipped beside remote-memory flows"),
             ("hcsim.fast.rounds", "memoized rounds of every other collective"),

@@ -339,6 +339,7 @@ def main(args: argparse.Namespace) -> int:
                 fast=args.fast,
                 fold=fold,
                 repeat=args.repeat or args.fast,
+                shared_ring_steps=calib is not None,  # every ring's measured steps shared (not the paper's studies)
                 placement=placement,
                 progress=args.progress,
                 # an imported network compiles as 'platform import' writes it (compact zones where it can)

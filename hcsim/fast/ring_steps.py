@@ -23,6 +23,7 @@ from hcsim.collectives import FlowPlan, TopologyView, algorithm, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 from hcsim.fast.groups import RingGroup
 from hcsim.fast.ledger import LinkLedger, Route
+from hcsim.fast.shared_steps import SharedSteps
 
 __all__ = ["SKIP_END", "VIRTUAL_END", "MemoizedRings", "RingRun"]
 
@@ -118,10 +119,9 @@ class MemoizedRings:
         self.fragile: set[RingRun] = set()  # rings skipping or with virtual flows: told of every flow at once
         self.twins: Any = None
         self.background: Any = None
-        # plans whose algorithm shares measured steps across vertices (Algorithm.shared_steps) -> their key, and
-        # (key) -> the duration of a full step measured alone on quiet links
-        self.shared: dict[int, tuple] = {}
-        self.step_times: dict[tuple, float] = {}
+        # steps measured per plan of algorithms that share them across vertices (Algorithm.shared_steps)
+        self.shared_steps = SharedSteps(self)
+        self.layouts: dict[int, tuple] = {}  # plan id -> what its rings cross (_layout)
 
     # ------------------------------------------------------------------ the strategy protocol
     def handles(self, data: dict[str, Any]) -> bool:
@@ -130,8 +130,7 @@ class MemoizedRings:
     def plan(self, data: dict[str, Any], view: TopologyView) -> FlowPlan:
         d = data
         fp = build_plan(d["kind"], d["algorithm"], d["scope"], d["bytes"], view, group=d.get("group"), compact=True)
-        if algorithm(d["kind"], d["algorithm"]).shared_steps:
-            self.shared[id(fp)] = (tuple(fp.src), tuple(fp.dst), fp.size[0] if len(fp) else 0)
+        self.shared_steps.register(d, fp)
         return fp
 
     def launch(self, v: int, k: int, now: float) -> None:
@@ -144,21 +143,16 @@ class MemoizedRings:
             self.exact.launch(v, k, now)
             return
         r = RingRun(v, k, now, fp.steps)
-        src, dst = x.flow_hosts[v]
-        routes = [self.ledger.route(a, b) for a, b in zip(src, dst, strict=True)]
-        r.flow_links = [route.links for route in routes]
-        r.flow_latency = [route.latency for route in routes]
-        r.links = frozenset().union(*r.flow_links)
-        r.disjoint = len(r.links) == sum(len(fl) for fl in r.flow_links)
+        layout_of = self.layouts.get(id(fp))
+        if layout_of is None:  # what a ring of this plan crosses: the same at every vertex sharing the plan
+            layout_of = self.layouts[id(fp)] = self._layout(x.flow_hosts[v])
+        routes, layout = layout_of[0], layout_of[1]
+        r.flow_links, r.flow_latency, r.links, r.disjoint, r.flows_on_link, r.hits = layout_of[2:]
         n = len(routes)
-        for f, links in enumerate(r.flow_links):
-            for link in links:
-                r.flows_on_link.setdefault(link, []).append(f)
         r.unmeasured = set(range(n))
         r.own_inflight, r.own_events_at, r.disturb_mark, r.acts = [0] * n, [0] * n, [0] * n, [None] * n
         r.rep, r.reps = list(range(n)), list(range(n))
         if r.disjoint:
-            layout = tuple((a.name, b.name) for a, b in zip(src, dst, strict=True))
             group = self.groups.get(layout)
             if group is None:
                 group = self.groups[layout] = self._new_group(layout, r, routes)
@@ -179,26 +173,29 @@ class MemoizedRings:
         r.solo, r.flow_start, r.flow_size, r.disturbed = [None] * n, [0.0] * n, [0] * n, [False] * n
         self.rings.append(r)
         self.ledger.occupy(r.links)
-        if r.group is None and self._skip_known(r, fp, now):
+        d = self.shared_steps.known(r, fp)
+        if d is not None:  # a step of its plan measured alone before: skip them all
+            r.step_start = now
+            self._skip(r, now, d, r.steps)
             return
         self.start_step(r, now, fp.size[0])
 
-    def _skip_known(self, r: RingRun, fp: FlowPlan, now: float) -> bool:
-        """A ring of shared steps (Algorithm.shared_steps) whose step was measured alone before: skip it all.
+    def _layout(self, hosts: tuple[list[Any], list[Any]]) -> tuple:
+        """A plan's routes, layout key, and per flow its links and latency; its links, disjointness, flows per link.
 
-        Only when nothing is in flight on its links and no other ring in progress shares one,
-        the conditions under which its own measured step would let it skip (:meth:`_step_done`).
+        Shared (read only) by every ring of the plan, with its cache of which flows a route hits (``RingRun.hits``).
         """
-        key = self.shared.get(id(fp))
-        d = self.step_times.get(key) if key is not None else None
-        if d is None or r.busy or any(o is not r and not r.links.isdisjoint(o.links) for o in self.rings):
-            return False
-        r.step_start = now
-        r.skip = (now, d, r.steps)
-        r.skip_generation += 1
-        self.fragile.add(r)
-        self.set_timer(now + r.steps * d, SKIP_END, r, r.skip_generation)
-        return True
+        src, dst = hosts
+        routes = [self.ledger.route(a, b) for a, b in zip(src, dst, strict=True)]
+        flow_links = [route.links for route in routes]
+        links = frozenset().union(*flow_links)
+        flows_on_link: dict[str, list[int]] = {}
+        for f, on in enumerate(flow_links):
+            for link in on:
+                flows_on_link.setdefault(link, []).append(f)
+        layout = tuple((a.name, b.name) for a, b in zip(src, dst, strict=True))
+        disjoint = len(links) == sum(len(fl) for fl in flow_links)
+        return routes, layout, flow_links, [route.latency for route in routes], links, disjoint, flows_on_link, {}
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         """A flow of a step has ended: measure it if it ran alone; the step ends with its last flow."""
@@ -509,7 +506,8 @@ class MemoizedRings:
         r.real, r.virtual_count = set(), 0
         r.step_generation += 1
         r.steps_done += 1
-        if r.steps_done >= r.steps:
+        last = r.steps_done >= r.steps
+        if last and not self.shared_steps.last_steps:
             self.finish_ring(r, now)
             return
         d = now - r.step_start
@@ -519,19 +517,24 @@ class MemoizedRings:
             quiet = quiet and group.mark(r) == r.quiet_mark
             busy = busy or any(group.inflight[f] for f in r.reps)
         if quiet and not busy:  # alone on its links, and nothing else is in flight on them
-            key = self.shared.get(id(self.execution.flow_plans[r.v]))
-            if key is not None and group is None:  # a full step alone: other vertices of these flows may skip
-                self.step_times.setdefault(key, d)
-            left = r.steps - r.steps_done
-            r.skip = (now, d, left)
-            r.skip_generation += 1
-            self.fragile.add(r)
-            self.set_timer(now + left * d, SKIP_END, r, r.skip_generation)
+            self.shared_steps.measured(r, d)  # a full step alone: other vertices of these flows may skip
+            if not last:
+                self._skip(r, now, d, r.steps - r.steps_done)
+                return
+        if last:
+            self.finish_ring(r, now)
             return
         if r.bg_snap is not None and self.background.freeze(r, now, d):
             return
         self.mark_fragile(r)
         self.start_step(r, now, self.execution.flow_plans[r.v].size[0])
+
+    def _skip(self, r: RingRun, now: float, d: float, left: int) -> None:
+        """Skip ``r``'s ``left`` steps of ``d`` each with one timer (a flow on its links interrupts it)."""
+        r.skip = (now, d, left)
+        r.skip_generation += 1
+        self.fragile.add(r)
+        self.set_timer(now + left * d, SKIP_END, r, r.skip_generation)
 
     def _interrupt(self, r: RingRun, now: float) -> None:
         """A flow starts on the links of a skipping ring: keep the whole steps elapsed, resume the current one."""

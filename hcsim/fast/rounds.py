@@ -158,7 +158,7 @@ class MemoizedRounds:
         self.ledger = ledger  # routes, flows in flight, claims of rounds and runs (skipped or not), rings in progress
         self.signatures: dict[tuple, int] = {}  # round signature -> id
         self.measured: dict[int, float] = {}  # signature id -> duration alone on the network
-        self.per_vertex: dict[int, _Rounds] = {}
+        self.per_plan: dict[int, _Rounds] = {}  # plan id -> its rounds' links and signatures (vertices share plans)
         self.whole_of: dict[int, tuple[Any, frozenset[str]]] = {}  # vertex -> (plan key, links) of a plan run whole
         self.whole_runs: dict[int, WholeRun] = {}  # vertex -> its execution run whole, in progress
         # plan key -> (duration, each entry's start and end after the plan's start) of a run alone on the network
@@ -185,10 +185,11 @@ class MemoizedRounds:
         return fp
 
     def launch(self, v: int, k: int, now: float) -> None:
-        if self.rounds_of[id(self.execution.flow_plans[v])] is not None:
-            rounds = self.per_vertex.get(v)
+        fp = self.execution.flow_plans[v]
+        if self.rounds_of[id(fp)] is not None:
+            rounds = self.per_plan.get(id(fp))
             if rounds is None:
-                rounds = self.per_vertex[v] = self._prepare(v)
+                rounds = self.per_plan[id(fp)] = self._prepare(v)
             if rounds.even:
                 self._next_round(RoundRun(v, k, now, rounds, self), now)
                 return

@@ -4,8 +4,9 @@
 layout, :mod:`.units`, or the data-parallel ring's representatives), compiles it and
 runs it; :func:`simulate` runs a compiled platform. :class:`RunOptions` (the engine's
 options and ``fold``, ``memoize``, ``repeat``, ``twins``, ``late_twins``,
-``background``; ``fast=True`` turns on the first three) says how; :class:`FastPaths`
-is the wing that builds one run's ledger, strategies and observers from them.
+``background``, ``shared_group_steps``, ``shared_ring_steps``; ``fast=True`` turns on
+the first three) says how; :class:`FastPaths` is the wing that builds one run's ledger,
+strategies and observers from them.
 
 Invariant: a feature that is off is a part left out; a fold that cannot be proven runs
 every XPU and says why (:class:`FoldRefused`, ``result.fold_refused``). Each shortcut
@@ -60,7 +61,11 @@ class RunOptions(EngineOptions):
     (:mod:`.rounds`); ``repeat``: extrapolate the iterations after one that repeats the
     one before (:mod:`.repeat`). Memoize's features, each on by default: ``twins``
     (:mod:`.twins`), ``late_twins`` (twin classes that form once other traffic on their
-    links is over), ``background`` (:mod:`.background`). ``RunOptions.of(fast=True)``
+    links is over), ``background`` (:mod:`.background`), ``shared_group_steps`` (rings of
+    a layout group skip from their first step on a step of their plan measured before,
+    :mod:`.shared_steps`), and off by default ``shared_ring_steps`` (every ring algorithm's
+    steps are shared so, not only those declaring ``shared_steps``; calibrated CLI runs turn
+    it on). ``RunOptions.of(fast=True)``
     turns fold, memoize and repeat on.
     """
 
@@ -70,6 +75,8 @@ class RunOptions(EngineOptions):
     twins: bool = True
     late_twins: bool = True
     background: bool = True
+    shared_group_steps: bool = True
+    shared_ring_steps: bool = False
 
     @classmethod
     def of(cls, options: EngineOptions | None = None, fast: bool | None = None, **switches: Any) -> Any:
@@ -118,6 +125,7 @@ class FastPaths:
             exact = _Unrecorded(exact)
         ledger = LinkLedger(execution)
         rings = MemoizedRings(execution, exact, ledger)
+        rings.shared_steps.groups, rings.shared_steps.every_ring = o.shared_group_steps, o.shared_ring_steps
         if o.background and self.raw_network:
             rings.background = Background(rings)
             ledger.listen(rings.background)  # before the rings: memory flows are recorded first
