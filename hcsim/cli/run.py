@@ -101,6 +101,7 @@ _TRAINING_FLAGS = (
     ("sequence_parallel", "--sequence-parallel/--no-sequence-parallel"), ("mapping", "--mapping"),
     ("precision", "--precision"), ("recompute", "--recompute"), ("calibration", "--calibration"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
+    ("tp_comm_overlap", "--tp-comm-overlap/--no-tp-comm-overlap"),
 )  # fmt: skip
 _INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))
 _DEFAULTS = {
@@ -230,6 +231,8 @@ def main(args: argparse.Namespace) -> int:
     if args.sequence_parallel is None:  # ... and sequence parallelism wherever tensor parallelism is on
         tp = Layout.parse(args.parallel, args.xpus).tp if dgx and training and args.parallel and args.xpus else 1
         args.sequence_parallel = tp > 1
+    if args.tp_comm_overlap is None:  # ... and TP overlap on a calibrated one (NeMo's recipes: ub_tp_comm_overlap)
+        args.tp_comm_overlap = bool(dgx and training and calib is not None and args.sequence_parallel)
     if args.model or args.workload is None:  # a transformer (issue 16)
         workload = GraphKept(_training_workload(args, calib)) if training else _inference_workload(args)
 
@@ -517,6 +520,8 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
     args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default
     extra = {k: v for k, v in (("precision", args.precision), ("recompute", args.recompute)) if v not in (None, "none")}
+    if getattr(args, "tp_comm_overlap", None):
+        extra["tp_comm_overlap"] = True
     if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
         extra["grad_reduce_in_fp32"] = False
     # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
