@@ -20,7 +20,8 @@ TRAINING_FLAGS = [
     ["--parallel", "tp=2"], ["--microbatches", "2"], ["--micro-batch", "2"], ["--sequence", "128"], ["--zero", "1"],
     ["--ep", "2"], ["--schedule", "gpipe"], ["--sequence-parallel"], ["--no-sequence-parallel"],
     ["--mapping", "tp,dp"], ["--precision", "bf16"], ["--recompute", "full"], ["--calibration", "dgx-h100"],
-    ["--allow-spill"], ["--dp-algorithm", "tree"], ["--tp-algorithm", "tree"],
+    ["--allow-spill"], ["--dp-algorithm", "tree"], ["--tp-algorithm", "tree"], ["--tp-comm-overlap"],
+    ["--no-tp-comm-overlap"],
 ]  # fmt: skip
 CASES = [
     *[(WORKLOAD, f, f[0].split("/")[0], "applies to training") for f in TRAINING_FLAGS],
