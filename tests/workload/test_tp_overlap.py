@@ -187,3 +187,17 @@ def test_cli_turns_it_on_for_calibrated_dgx_runs_only(tmp_path) -> None:
     assert calibrated > tokens("--calibration", "dgx-h100", "--no-tp-comm-overlap")
     assert tokens("--calibration", "ideal") == tokens("--calibration", "ideal", "--no-tp-comm-overlap")
     assert_one_line_error(run(*row, "--tp-comm-overlap", "--no-sequence-parallel"), "needs sequence_parallel")
+
+
+def test_the_fast_path_matches_the_exact_engine_with_overlap() -> None:
+    """16 GPUs on 2 nodes, tp=4 x dp=4: the pieces and the collectives beside them, fast (memoized rings) vs exact."""
+    spec = replace(SPEC, layers=2)
+
+    def run(fast: bool):  # noqa: ANN202
+        work = TrainingWorkload(spec, "tp=4", microbatches=2, zero=1, calibration=H100, precision="bf16",
+                                sequence_parallel=True, tp_algorithm="nccl@dgx-h100", dp_algorithm="nccl@dgx-h100",
+                                tp_comm_overlap=True)  # fmt: skip
+        topo = dgx_system(16, spec=calibrated_dgx_spec("h100", H100))
+        return simulate_system(topo, work, 1, fast=fast, fold=False, progress=False)
+
+    assert run(True).makespan == pytest.approx(run(False).makespan, rel=1e-9)
