@@ -128,6 +128,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.workload.parallel.costs", "a block's operators as vertex-sized parts"),
             ("hcsim.workload.parallel.comms", "which collectives each parallelism adds, and their sizes"),
             ("hcsim.workload.parallel.memory", "whether a layout fits in device memory: the per-rank bytes"),
+            ("hcsim.workload.parallel.tp_overlap", "TP collectives beside the GEMMs they overlap (TE userbuffers)"),
             ("hcsim.workload.parallel.builder", "`training_graph`: one training iteration as a workload graph"),
             ("hcsim.workload.parallel.gradient_sync", "the DP / ZeRO / FSDP gradient and parameter collectives"),
             ("hcsim.workload.parallel.optimizer", "the optimizer step's HBM bytes and calibrated time"),

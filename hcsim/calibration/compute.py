@@ -23,7 +23,14 @@ from typing import Any
 from hcsim.calibration.schema import PRECISIONS, Calibration
 from hcsim.errors import HcsimError
 
-__all__ = ["attention_seconds", "gemm_seconds", "grouped_efficiency", "op_seconds", "wave_efficiency"]
+__all__ = [
+    "attention_seconds",
+    "gemm_seconds",
+    "grouped_efficiency",
+    "linear_parts",
+    "op_seconds",
+    "wave_efficiency",
+]
 
 _KINDS = ("linear", "attention", "norm", "elementwise", "embedding", "router", "experts")
 _GEMM_KINDS = ("linear", "experts", "router")
@@ -70,7 +77,11 @@ def grouped_efficiency(m: int, n: int, groups: int, tile: tuple[int, int], sms: 
     return min(1.0, m * n / (waves * sms * tile[0] * tile[1]))
 
 
-def _best_wave(m: int, n: int, calib: Calibration, groups: int = 1) -> float:
+def _best_wave(m: int, n: int, calib: Calibration, groups: int = 1, sms: int | None = None) -> float:
+    if sms is not None:  # a GEMM on sms of the GPU's SMs: tiles / (all SMs x its waves on sms SMs)
+        if not calib.wave_quantization:
+            return sms / calib.sms
+        return max(wave_efficiency(m, n, tile, sms) for tile in calib.tiles) * sms / calib.sms
     if not calib.wave_quantization:
         return 1.0
     if groups > 1:
@@ -79,9 +90,16 @@ def _best_wave(m: int, n: int, calib: Calibration, groups: int = 1) -> float:
 
 
 def _gemm_kernel(
-    flops: float, nbytes: float, m: int, n: int, precision: str, calib: Calibration, groups: int = 1
+    flops: float,
+    nbytes: float,
+    m: int,
+    n: int,
+    precision: str,
+    calib: Calibration,
+    groups: int = 1,
+    sms: int | None = None,
 ) -> float:
-    rate = calib.peak[precision] * calib.gemm_fraction[precision] * _best_wave(m, n, calib, groups)
+    rate = calib.peak[precision] * calib.gemm_fraction[precision] * _best_wave(m, n, calib, groups, sms)
     return max(flops / rate, nbytes / calib.hbm_achieved)
 
 
@@ -255,3 +273,51 @@ def op_seconds(op: Any, pass_: str, precision: str, calib: Calibration) -> float
         p = precision
     rate = calib.peak[p] * calib.gemm_fraction[p]
     return max(flops / rate, nbytes / calib.hbm_achieved) + calib.launch
+
+
+def linear_parts(op: Any, pass_: str, precision: str, calib: Calibration, sms: int | None = None) -> tuple[float, ...]:
+    """A linear operator's pass as the GEMMs it launches, on ``sms`` SMs (default: all of ``calib.sms``).
+
+    ``fwd``: ``(seconds,)``; ``bwd``: ``(dgrad, wgrad)``, the output gradient's FP8 quantization
+    with the dgrad. With every SM they add up to :func:`op_seconds` (to rounding). Fewer SMs (a
+    GEMM beside a userbuffers reduce-scatter that reserves the rest, Transformer Engine's
+    ``set_sm_margin``) run its tiles in ``ceil(tiles / sms)`` waves: the rate is the full GPU's
+    times ``tiles / (calib.sms x waves)``. A linear without a ``gemm`` shape splits its backward
+    evenly and scales its roofline by ``sms / calib.sms``.
+
+    >>> from types import SimpleNamespace
+    >>> from hcsim.calibration import load_calibration
+    >>> calib = load_calibration("dgx-h100")
+    >>> m, n, k = 128 * 132, 256, 8192
+    >>> op = SimpleNamespace(kind="linear", gemm=(m, n, k), fwd_flops=2.0 * m * n * k, bwd_flops=4.0 * m * n * k,
+    ...                      fwd_bytes=0.0, bwd_bytes=0.0)
+    >>> full, = linear_parts(op, "fwd", "bf16", calib)
+    >>> part, = linear_parts(op, "fwd", "bf16", calib, sms=132 - 24)  # 132 tiles on 108 SMs: two waves
+    >>> round((part - calib.launch) / (full - calib.launch), 4)
+    2.0
+    """
+    if getattr(op, "kind", None) != "linear":
+        raise HcsimError(f"operator {getattr(op, 'name', '?')!r} is not a linear (valid: kind 'linear')")
+    if pass_ not in ("fwd", "bwd"):
+        raise HcsimError(f"pass {pass_!r} is unknown (valid: fwd, bwd)")
+    if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or not 1 <= sms <= calib.sms):
+        raise HcsimError(f"SMs {sms!r} are invalid (valid: an integer from 1 to {calib.sms})")
+    _check_precision(precision, calib)
+    flops = float(getattr(op, f"{pass_}_flops"))
+    nbytes = float(getattr(op, f"{pass_}_bytes"))
+    if flops == 0 and nbytes == 0:
+        return (0.0,) if pass_ == "fwd" else (0.0, 0.0)
+    gemm = getattr(op, "gemm", None)
+    share = 1.0 if sms is None else sms / calib.sms
+    if gemm is None:
+        rate = calib.peak[precision] * calib.gemm_fraction[precision] * share
+        t = max(flops / rate, nbytes / calib.hbm_achieved)
+        return (t + calib.launch,) if pass_ == "fwd" else (t / 2.0 + calib.launch, t / 2.0 + calib.launch)
+    m, n, k = _check_shape(gemm, "gemm", 3)
+    if pass_ == "fwd":
+        kernel = _gemm_kernel(flops, nbytes, m, n, precision, calib, 1, sms)
+        return (kernel + calib.launch + _quantize("linear", m * k, precision, calib),)
+    half_f, half_b = flops / 2.0, nbytes / 2.0
+    dgrad = _gemm_kernel(half_f, half_b, m, k, precision, calib, 1, sms)
+    wgrad = _gemm_kernel(half_f, half_b, k, n, precision, calib, 1, sms)
+    return dgrad + calib.launch + _quantize("linear", m * n, precision, calib), wgrad + calib.launch

@@ -118,6 +118,12 @@ SCHEMA: dict[str, Any] = {
         "buffer_sizes": _q("bytes", "triple"),
         "p2p_chunk_sizes": _q("bytes", "triple"),
     },
+    # Transformer Engine's userbuffers TP overlap (optional; docs/training-features.md, "TP communication overlap")
+    "tp_overlap": {
+        "proj_fprop_sms": _q("count", required=False),
+        "fc2_fprop_sms": _q("count", required=False),
+        "rs_splits": _q("count", required=False),
+    },
 }
 _TOP_TEXT = ("name", "description")  # plain strings
 _TOP_FREE = "sources"  # name -> string, for YAML anchors; not used by the models
@@ -195,6 +201,11 @@ class Calibration:
     buffer_sizes: tuple[float, float, float]
     p2p_chunk_sizes: tuple[float, float, float]
     entries: MappingProxyType  # dotted path -> Entry
+    # TP overlap (userbuffers): SMs the reduce-scatter pipeline beside the attention output (proj) and the
+    # MLP down (fc2) projection's forward GEMM reserves (0: none), and the chunks it splits the GEMM into
+    ub_proj_fprop_sms: int = 0
+    ub_fc2_fprop_sms: int = 0
+    ub_rs_splits: int = 4
 
 
 def _number(x: Any, path: str) -> float:
@@ -336,6 +347,11 @@ def _build(data: Any, path: str) -> Calibration:
     frac = {k[len("gemm.max_fraction.") :]: v for k, v in e.items() if k.startswith("gemm.max_fraction.")}
     if ("fp8" in peak) != ("fp8" in frac):
         raise HcsimError("calibration: device.peak.fp8 and gemm.max_fraction.fp8 go together (valid: both or neither)")
+    for key in ("tp_overlap.proj_fprop_sms", "tp_overlap.fc2_fprop_sms"):
+        if key in e and e[key] >= e["device.sms"]:
+            raise HcsimError(f"calibration {key}: {e[key]} SMs (valid: fewer than device.sms = {e['device.sms']})")
+    if e.get("tp_overlap.rs_splits", 1) < 1:
+        raise HcsimError(f"calibration tp_overlap.rs_splits: {e['tp_overlap.rs_splits']} must be >= 1")
     seqlens = e["attention.seqlens"]
     if list(seqlens) != sorted(set(seqlens)) or seqlens[0] <= 0:
         raise HcsimError(f"calibration attention.seqlens: {seqlens} (valid: increasing positive lengths)")
@@ -388,6 +404,9 @@ def _build(data: Any, path: str) -> Calibration:
         buffer_sizes=e["nccl.buffer_sizes"],
         p2p_chunk_sizes=e["nccl.p2p_chunk_sizes"],
         entries=MappingProxyType(entries),
+        ub_proj_fprop_sms=e.get("tp_overlap.proj_fprop_sms", 0),
+        ub_fc2_fprop_sms=e.get("tp_overlap.fc2_fprop_sms", 0),
+        ub_rs_splits=e.get("tp_overlap.rs_splits", 4),
     )
 
 

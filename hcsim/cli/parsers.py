@@ -241,6 +241,15 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         help="Megatron sequence parallelism in TP groups (default: on with tp > 1 on dgx-* systems, as NeMo runs)",
     )
     sp.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false")
+    ov = g.add_mutually_exclusive_group()
+    ov.add_argument(
+        "--tp-comm-overlap",
+        action="store_true",
+        default=None,
+        help="TP collectives beside the GEMMs they overlap, as Megatron-Core's --tp-comm-overlap (TE userbuffers; "
+        "needs sequence parallelism; default: off)",
+    )
+    ov.add_argument("--no-tp-comm-overlap", dest="tp_comm_overlap", action="store_false")
     g.add_argument("--mapping", help="rank order, innermost first (default tp,pp,dp)")
     g.add_argument(
         "--precision",

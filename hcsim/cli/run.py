@@ -103,6 +103,7 @@ _TRAINING_FLAGS = (
     ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"),
     ("calibration", "--calibration"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
+    ("tp_comm_overlap", "--tp-comm-overlap/--no-tp-comm-overlap"),
 )  # fmt: skip
 _INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))
 _DEFAULTS = {
@@ -234,6 +235,8 @@ def main(args: argparse.Namespace) -> int:
     if args.sequence_parallel is None:  # ... and sequence parallelism wherever tensor parallelism is on
         tp = Layout.parse(args.parallel, args.xpus).tp if dgx and training and args.parallel and args.xpus else 1
         args.sequence_parallel = tp > 1
+    if args.tp_comm_overlap is None:  # opt-in for now (docs/training-features.md, "TP communication overlap")
+        args.tp_comm_overlap = False
     if args.model or args.workload is None:  # a transformer (issue 16)
         workload = GraphKept(_training_workload(args, calib)) if training else _inference_workload(args)
 
@@ -534,6 +537,8 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
             raise HcsimError(f"--recompute-modules needs --recompute selective, not {recompute} (valid: drop one)")
         recompute = "selective:" + ",".join(m.strip() for m in modules.split(","))
     extra = {k: v for k, v in (("precision", args.precision), ("recompute", recompute)) if v not in (None, "none")}
+    if getattr(args, "tp_comm_overlap", None):
+        extra["tp_comm_overlap"] = True
     if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
         extra["grad_reduce_in_fp32"] = False
     for dest, flag, default in (("optimizer_dtype", "--optimizer-dtype", "fp32"),

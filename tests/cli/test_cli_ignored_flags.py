@@ -21,7 +21,8 @@ TRAINING_FLAGS = [
     ["--ep", "2"], ["--schedule", "gpipe"], ["--sequence-parallel"], ["--no-sequence-parallel"],
     ["--mapping", "tp,dp"], ["--precision", "bf16"], ["--recompute", "full"], ["--calibration", "dgx-h100"],
     ["--recompute-modules", "moe_act"], ["--optimizer-dtype", "bf16"], ["--fp8-param-gather"],
-    ["--allow-spill"], ["--dp-algorithm", "tree"], ["--tp-algorithm", "tree"],
+    ["--allow-spill"], ["--dp-algorithm", "tree"], ["--tp-algorithm", "tree"], ["--tp-comm-overlap"],
+    ["--no-tp-comm-overlap"],
 ]  # fmt: skip
 CASES = [
     *[(WORKLOAD, f, f[0].split("/")[0], "applies to training") for f in TRAINING_FLAGS],

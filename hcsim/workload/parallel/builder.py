@@ -38,6 +38,7 @@ from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
 from hcsim.workload.parallel.memory import step_grad_memory, unit_memory
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
+from hcsim.workload.parallel.tp_overlap import overlap_plan
 
 __all__ = ["training_graph"]
 
@@ -77,6 +78,7 @@ def training_graph(
     overlap_param_gather: bool = False,
     calibration: Any = None,
     pipeline_split: Any = None,
+    tp_comm_overlap: bool = False,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -120,6 +122,9 @@ def training_graph(
     layers on pp=8, vp=8); "even", "account_embedding", "account_loss",
     "account_embedding_loss", or ``(first, last)`` decoder layers of the first and last
     stage. An uneven split is said in ``w.graph["pipeline_split"]`` (one line).
+
+    ``tp_comm_overlap`` (with ``sequence_parallel``): a dense block half's TP collectives run beside
+    the GEMMs they overlap, as Megatron-Core's ``--tp-comm-overlap`` (TE userbuffers; :mod:`.tp_overlap`).
     """
     if calibration is not None:
         operators = True
@@ -150,6 +155,8 @@ def training_graph(
         )
     if sequence_parallel and (sequence // cp) % layout.tp:
         raise HcsimError(f"sequence parallelism: sequence {sequence} is not divisible by tp={layout.tp}")
+    if tp_comm_overlap and layout.tp > 1 and not sequence_parallel:
+        raise HcsimError("tp_comm_overlap needs sequence_parallel (valid: both, as Megatron-Core requires)")
     check_recompute(recompute)
     if zero3_every_microbatch and zero != 3:
         raise HcsimError(f"zero3_every_microbatch needs zero=3 (FSDP), not zero={zero}")
@@ -183,6 +190,7 @@ def training_graph(
             full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch, split=split,
         )  # fmt: skip
         builder.gather_forward = overlap_param_gather
+        builder.tp_overlap = bool(tp_comm_overlap) and layout.tp > 1
         builder.calibration = calibration  # the optimizer step's time (GradientSync); none in the ideal model
         w = builder.build(name or f"{spec.name}-{shown}")
         if calibration is not None:
@@ -222,7 +230,7 @@ def _calibrated_seconds(w: Workload, calibration: Any, precision: str) -> None:
     known: dict[tuple[int, str], float] = {}
     for d in w._node.values():  # NetworkX's node dict: every vertex once, no view objects
         ops = d.get("ops")
-        if ops is None:
+        if ops is None or "seconds" in d:  # a TP-overlap piece was timed when it was cut (.tp_overlap)
             continue
         p = d.get("compute_precision", precision)
         key = (id(ops), p)
@@ -314,6 +322,7 @@ class _Builder(GradientSync):
         self.last: dict[tuple, str] = {}
         self.unit_last_bwd: dict[tuple, str] = {}
         self.fsdp = fsdp  # ZeRO-3 gathers and reduce-scatters every microbatch
+        self.tp_overlap, self.calibration, self._plans = False, None, {}  # TP overlap pieces (.tp_overlap)
         self.gather_forward = False  # ZeRO-1/2 parameter all-gathers in the next forward (overlap_param_gather)
         self.uses: dict[tuple, list[tuple[str, str, int, str]]] = {}  # (d, p, t) -> (unit, pass, mb, first vertex)
         self.bwd_last: dict[tuple, str] = {}  # (d, p, t, unit, mb) -> the unit's last backward vertex
@@ -391,10 +400,13 @@ class _Builder(GradientSync):
         link = append
         nodes, precision = self.nodes, self.precision
 
-        def step_compute(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int) -> None:
-            flops = part.bwd_flops if backward else part.fwd_flops
-            mem = part.bwd_bytes if backward else part.fwd_bytes
-            if backward and part.recompute_flops:
+        def step_compute(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int, piece=None) -> None:  # noqa: ANN001
+            if piece is not None:  # a piece of a half cut for TP overlap (.tp_overlap)
+                flops, mem = piece.flops, piece.mem
+            else:
+                flops = part.bwd_flops if backward else part.fwd_flops
+                mem = part.bwd_bytes if backward else part.fwd_bytes
+            if backward and part.recompute_flops and piece is None:
                 flops += part.recompute_flops
                 mem += part.recompute_bytes
             for t, xpu in enumerate(ranks):
@@ -411,20 +423,50 @@ class _Builder(GradientSync):
                 if gemm_precision:
                     d["compute_precision"] = part.precision or policy.name
                 if operators:
-                    d["ops"] = part.bwd_ops if backward else part.fwd_ops
+                    d["ops"] = (part.bwd_ops if backward else part.fwd_ops) if piece is None else piece.ops
+                if piece is not None and piece.seconds is not None:
+                    d["seconds"] = piece.seconds
                 if check and t == 0:
                     Workload._check_vertex(vertex, d)
                 append(t, vertex)
                 last_compute[t] = vertex
 
-        def step_tp(tag: str, kind: str | None) -> None:
+        def step_tp(tag: str, kind: str | None, fraction: float = 1.0, beside: list | None = None) -> None:
             if kind is None or lay.tp == 1:
                 return
             vertex = f"tp{d}.{p}/{tag}"
             alg = self.algorithms["tp"] if kind == "allreduce" else for_kind(kind, self.algorithms["tp"])
-            self._comm(vertex, self.act, kind, ranks, alg, phase="tp")
+            self._comm(vertex, self.act * fraction, kind, ranks, alg, phase="tp")
             for t in range(lay.tp):
-                link(t, vertex)
+                if beside is None:
+                    link(t, vertex)
+                else:  # after the chain's last vertex, beside the next one (which the one after waits for)
+                    edges.append((chains[t][-1], vertex, False))
+                    beside.append((t, vertex))
+
+        def step_overlapped(here: str, half: str, part: Part, backward: bool, unit: str, phase: str, mb: int) -> bool:
+            """The half as TP-overlap pieces (:func:`.tp_overlap.overlap_plan`); False if it has none."""
+            if (unit, half, backward) not in self._plans:
+                prec = part.precision or policy.name if gemm_precision else self.precision
+                self._plans[unit, half, backward] = overlap_plan(part, backward, lay.tp, prec, self.calibration)
+            plan = self._plans[unit, half, backward]
+            if plan is None:
+                return False
+            beside: list = []
+            for step in plan:
+                if step.piece is None:  # beside only after a vertex of this pass (not before the pipeline's p2p)
+                    inside = step.beside and all(len(c) > pass_start[t] for t, c in enumerate(chains))
+                    step_tp(f"{here}.{half}.{step.name}", step.kind, step.fraction, beside if inside else None)
+                    continue
+                tag = f"{here}.{half}.{step.piece.suffix}"
+                if half == "attn" and step.piece.suffix == "mid":  # the core: CP's ring exchange beside it
+                    step_attention(tag, part, backward, unit, phase, mb, step.piece)
+                else:
+                    step_compute(tag, part, backward, unit, phase, mb, step.piece)
+                for t, vertex in beside:
+                    side[t].append(vertex)
+                beside.clear()
+            return True
 
         def step_ep(tag: str) -> None:
             if lay.ep == 1:
@@ -435,13 +477,13 @@ class _Builder(GradientSync):
                            phase="ep")  # fmt: skip
                 link(t, vertex)
 
-        def step_attention(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int) -> None:
+        def step_attention(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int, piece=None) -> None:  # noqa: ANN001
             """The attention part; with CP, ring attention's KV exchange beside it (overlapped with its compute)."""
             if lay.cp == 1:
-                step_compute(tag, part, backward, unit, phase, mb)
+                step_compute(tag, part, backward, unit, phase, mb, piece)
                 return
             before = [c[-1] if c else None for c in chains]
-            step_compute(tag, part, backward, unit, phase, mb)
+            step_compute(tag, part, backward, unit, phase, mb, piece)
             kinds = ("allgather", "reduce_scatter") if backward else ("allgather",)  # bwd: KV again, then dKV
             for t in range(lay.tp):
                 prev = before[t]
@@ -501,6 +543,9 @@ class _Builder(GradientSync):
                 else:
                     halves = [("attn", cost.attention), ("mlp", cost.mlp)]
                     for half, part in reversed(halves) if backward else halves:
+                        moe = half == "mlp" and cost.experts is not None
+                        if self.tp_overlap and not moe and step_overlapped(here, half, part, backward, unit, **attrs):
+                            continue
                         step_tp(f"{here}.{half}.pre", pre)
                         if half == "mlp" and cost.experts is not None:
                             moe = [("mlp", cost.mlp), ("dispatch", None), ("experts", cost.experts), ("combine", None)]
