@@ -22,8 +22,9 @@ import datetime as _dt
 import io
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -259,6 +260,17 @@ def _check_order(label: str, line: int, key: tuple[float, float], last: tuple[fl
                          "(valid: rows sorted by time, as the published traces are)")  # fmt: skip
 
 
+def _data_rows(reader: Any, header: list[str], label: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, row) of each non-blank row, every one checked to have the header's columns."""
+    for n, row in enumerate(reader, start=2):
+        if not row or not any(c.strip() for c in row):
+            continue
+        if len(row) < len(header):
+            raise HcsimError(f"{label} line {n}: {len(row)} columns, the header has {len(header)} "
+                             "(valid: one value per column)")  # fmt: skip
+        yield n, row
+
+
 def read_azure_llm(path: str | os.PathLike[str], *, progress: bool | None = None) -> RequestTrace:
     """An Azure LLM inference trace (2023 code/conv, 2024 week): ``TIMESTAMP, ContextTokens, GeneratedTokens``."""
     cols = _AZURE
@@ -268,12 +280,7 @@ def read_azure_llm(path: str | os.PathLike[str], *, progress: bool | None = None
     skipped: list[tuple[int, str]] = []
     last = None
     bar = _Progress(None, "rows", progress)
-    for n, row in enumerate(reader, start=2):
-        if not row or not any(c.strip() for c in row):
-            continue
-        if len(row) < len(header):
-            raise HcsimError(f"{label} line {n}: {len(row)} columns, the header has {len(header)} "
-                             "(valid: one value per column)")  # fmt: skip
+    for n, row in _data_rows(reader, header, label):
         stamp = row[at[0]].strip()
         try:
             key = _azure_time(stamp)
@@ -318,12 +325,7 @@ def read_burstgpt(
     skipped: list[tuple[int, str]] = []
     last = None
     bar = _Progress(None, "rows", progress)
-    for n, row in enumerate(reader, start=2):
-        if not row or not any(c.strip() for c in row):
-            continue
-        if len(row) < len(header):
-            raise HcsimError(f"{label} line {n}: {len(row)} columns, the header has {len(header)} "
-                             "(valid: one value per column)")  # fmt: skip
+    for n, row in _data_rows(reader, header, label):
         text = row[at[0]].strip()
         try:
             t = float(text)
