@@ -9,12 +9,9 @@ no skipped round's claim on any of them) skips all its steps from the first with
 timer of steps x d, exactly as a ring skips the steps after one it measured itself. A
 flow starting on its links interrupts the skip as usual (the current step resumes in
 SimGrid with the bytes it has left). Loose rings (two of their flows share a link) have
-always done so; ``shared_group_steps`` (a :class:`~hcsim.fast.system.RunOptions`
-switch) lets rings of a layout group (:mod:`.groups`: a training layout's TP
-collectives, 4 flows per step over NVLink) do it too; ``shared_ring_steps`` (off by
-default, on in calibrated CLI runs) extends it from algorithms declaring ``shared_steps``
-to every ring algorithm (context parallelism's rings; the argument does not depend on the
-algorithm, only the paper's studies keep their last bits with it off).
+always done so; the :class:`~hcsim.fast.system.RunOptions` switches
+``shared_group_steps`` (rings of a layout group, :mod:`.groups`) and ``shared_ring_steps``
+(every ring algorithm, on in calibrated CLI runs) extend it.
 
 Invariant: only durations of full steps measured quiet and not busy are kept, the first
 one per plan; a skip from the first step starts only where the measured step's own

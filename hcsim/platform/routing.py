@@ -9,11 +9,9 @@ one. A route is computed from the smaller name and taken both ways, unless
 ``graph["routes_from_source"]`` is set (imported multi-dimensional networks): then each
 direction is computed from its own source, as SimGrid's Dijkstra zones do, and where the
 nodes have a ``route_rank``, of equally short paths the one whose every hop comes from the
-lowest-ranked node it could come from (SimGrid's own tie rule, ranks being its node
-numbers: hcsim.formats.astra_routes). With zones, a
-route is composed as SimGrid resolves it (inside a zone, then
-between the gateways of sibling zones), which equals the global shortest path whenever
-inter-zone traffic must pass through the gateways, as in the paper's systems.
+lowest-ranked node it could come from (SimGrid's tie rule: hcsim.formats.astra_routes).
+With zones, a route is composed as SimGrid resolves it (inside a zone, then between the
+gateways of sibling zones): the global shortest path when traffic must pass the gateways.
 
 Invariant: the route SimGrid takes is the route :meth:`Router.path` returns, link by
 link (tested on both paper systems).

@@ -1,24 +1,16 @@
 """Training precisions (fp32, fp16, bf16, fp8): the bytes of each tensor kind and the engine's rate.
 
 A :class:`TrainingPrecision` says how wide each kind of value is in a training step, as
-Megatron-Core / Transformer Engine keep them (sources: /work/research/training-memory-and-flops.md
-§2 and §5; Megatron-LM ``docs/user-guide/features/dist_optimizer.md``):
+Megatron-Core / Transformer Engine keep them (each number's source: docs/training-features.md):
 
-* **fp16 / fp32**: hcsim's accounting since issue 16 (ZeRO §3: 2 + 2 + 12 = 16 B/param in
-  fp16, 4 + 4 + 8 in fp32), unchanged so every existing graph stays bit-identical.
-* **bf16** (Megatron default): bf16 weights (2), fp32 main gradients (4), fp32 master
-  copy and Adam's moments (12): 18 B/param, ``6 + 12/d`` with the distributed optimizer;
-  gradients reduced in fp32 (``grad_reduce_in_fp32``), parameters gathered in bf16.
-  Without ``grad_reduce_in_fp32`` (NVIDIA's benchmark recipes) the main gradients are
-  bf16 (2) and the optimizer keeps an fp32 gradient shard (16): ``4 + 16/d``, of which
-  the fp32 gradient shard (4) exists only from the optimizer step to the next
-  iteration's ``zero_grad`` (:attr:`TrainingPrecision.step_grad_bytes`).
-* ``optimizer_dtype="bf16"`` (NeMo 1's ``distributed_fused_adam`` with ``optim.dtype: bf16``,
-  the Nemotron-4 340B recipe): Adam's moments in bf16 (2 + 2) and no master copy: 4 B/param.
-* **fp8** (Transformer Engine, delayed/current scaling): as bf16, plus GEMM operands in
-  fp8 (1 byte) and, on TE's linear layers only, the cached fp8 weight copies (row- and
-  column-wise: 2 B/param; TE ``module/linear.py``); with ``fp8_param_gather`` the fp8
-  copies are the parameters (1 + 1 B, no bf16 copy). Activations, TP/PP/CP/EP traffic stay bf16.
+* **fp16 / fp32**: hcsim's accounting since issue 16 (ZeRO: 16 B/param in fp16, 4 + 4 + 8
+  in fp32), unchanged so every existing graph stays bit-identical.
+* **bf16**: bf16 weights, fp32 main gradients, fp32 master and moments (``6 + 12/d`` with
+  the distributed optimizer); without ``grad_reduce_in_fp32`` bf16 gradients and an fp32
+  gradient shard held only during the step (:attr:`TrainingPrecision.step_grad_bytes`);
+  ``optimizer_dtype="bf16"``: bf16 moments, no master copy (4 B/param).
+* **fp8**: as bf16, plus fp8 GEMM operands and TE's cached fp8 weight copies (2 B/param;
+  with ``fp8_param_gather`` the fp8 copies are the parameters).
 
 The engine runs fp16 and fp32 rates only: bf16 and fp8 vertices run at the fp16 rate
 under the ideal model (:data:`ENGINE_PRECISION`), their own precision kept on the vertex.
