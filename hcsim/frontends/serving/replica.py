@@ -196,11 +196,7 @@ class Replica:
             cache.allocate(s, need)
             inn += s.swapped_blocks
             s.swapped_blocks = 0
-            running.append(s)
-            if s.computed >= s.target:
-                decodes.append(s)
-            else:
-                chunks.append((s, n))
+            _admit(s, n, running, decodes, chunks)
             budget -= n
         while not swapped and waiting and budget > 0 and len(running) < self.max_seqs:
             s = waiting[0]
@@ -213,11 +209,7 @@ class Replica:
                 break
             waiting.popleft()
             cache.allocate(s, need)
-            running.append(s)
-            if s.computed >= s.target:
-                decodes.append(s)
-            else:
-                chunks.append((s, n))
+            _admit(s, n, running, decodes, chunks)
             budget -= n
         return decodes, chunks, (out, inn)
 
@@ -315,3 +307,12 @@ def _shape(decodes: list[State], chunks: list[tuple[State, int]], B: int, three:
     if three:
         return IterationShape(len(decodes), kv[0], kv[1], tuple(sorted(parts)), kv[2])
     return IterationShape(len(decodes), kv[0], kv[1], tuple(sorted(parts)))
+
+
+def _admit(s: Any, n: int, running: list, decodes: list, chunks: list) -> None:
+    """An admitted request runs this iteration: a decode token if its prompt is done, else a chunk of n."""
+    running.append(s)
+    if s.computed >= s.target:
+        decodes.append(s)
+    else:
+        chunks.append((s, n))
