@@ -72,6 +72,23 @@ PRECISION_RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
         "(bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True)",
     ),
 }
+#: The same for every row of a source (a software release), lower case: the launcher's global configuration at
+#: NeMo-Framework-Launcher tags 24.01 to 24.07 set NVTE_FUSED_ATTN=0, so Transformer Engine ran FlashAttention-2
+#: instead of cuDNN's fused attention (removed at 24.09; docs/research/attention-h100.md, section 1.4). A
+#: source not listed keeps every default (TE's own choice: cuDNN on H100).
+_FA2_WHY = (
+    "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/config.yaml, env_vars NVTE_FUSED_ATTN: 0 "
+    "('Disable cudnn FA until we've tested it more'), exported to every job by stages.py get_env_vars(): "
+    "{}; Transformer Engine then runs flash-attn (2.4.2-2.5.8 at the 24.07 pin TE@7d576ed2)"
+)
+SOURCE_RECIPES: dict[str, tuple[tuple[str, ...], str]] = {
+    "nemo-24.01": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.01, line 68")),
+    "nemo-24.03": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.03, line 68")),
+    "nemo-24.05": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.05, line 70")),
+    "nemo-24.07": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.07 = @8325688d, line 72")),
+}
+#: Recipe flags that choose among a calibration's tables: left out of the ideal model's command.
+CALIBRATED_FLAGS = {"--attention-backend": 1}  # flag -> values it takes
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
 COLUMNS = ("model", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep")
 #: Breakdown fields of the JSON, as they are labelled in the table (seconds per iteration).
@@ -202,8 +219,22 @@ def command(hcsim: Sequence[str], row: Row, calibration: str, presets: Sequence[
     argv += ["--sequence", str(row.seq)]
     if row.fsdp:
         argv += ["--zero", "3"]
-    argv += list(recipe_flags(row))
+    flags = list(recipe_flags(row))
+    if calibration == IDEAL:
+        flags = _without_calibrated(flags)
+    argv += flags
     return argv + ["--calibration", calibration, "--fast", "--json"]
+
+
+def _without_calibrated(flags: list[str]) -> list[str]:
+    kept, i = [], 0
+    while i < len(flags):
+        if flags[i] in CALIBRATED_FLAGS:
+            i += 1 + CALIBRATED_FLAGS[flags[i]]
+        else:
+            kept.append(flags[i])
+            i += 1
+    return kept
 
 
 def recipe_flags(row: Row) -> tuple[str, ...]:
@@ -211,7 +242,9 @@ def recipe_flags(row: Row) -> tuple[str, ...]:
     source = row.source.strip().lower()
     by_precision = PRECISION_RECIPES.get((source, row.precision.strip().lower()))
     by_model = RECIPES.get((source, row.model.strip().lower()))
-    return (by_precision[0] if by_precision else ()) + (by_model[0] if by_model else ())
+    by_source = SOURCE_RECIPES.get(source)
+    flags = (by_source[0] if by_source else ()) + (by_precision[0] if by_precision else ())
+    return flags + (by_model[0] if by_model else ())
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -402,8 +435,15 @@ def render(
         for key in PRECISION_RECIPES
         if any((r.source.lower(), r.precision.lower()) == key for r in rows)
     ]
+    sources = {r.source.lower() for r in rows}
+    used += [((key, "every row"), SOURCE_RECIPES[key]) for key in SOURCE_RECIPES if key in sources]
     if used:
-        lines += ["", "Recipe settings beyond the CSV's columns (flags added to the rows' commands):", ""]
+        lines += [
+            "",
+            "Recipe settings beyond the CSV's columns (flags added to the rows' commands; flags that "
+            f"choose a calibration's tables, {', '.join(CALIBRATED_FLAGS)}, only to the calibrated ones):",
+            "",
+        ]
         lines += [f"* {what} ({source}): `{' '.join(flags)}`: {why}." for (source, what), (flags, why) in used]
     lines += [
         "",

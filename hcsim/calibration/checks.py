@@ -2,7 +2,7 @@
 
 * ``gemm_validation_rows``: DeepGEMM's FP8 table (H800 SXM5 = H100 SXM compute and HBM) against
   :func:`~hcsim.calibration.compute.gemm_seconds` (kernel time, no launch: DeepGEMM times kernels).
-* ``attention_check_rows``: Transformer Engine's own attention benchmark (cuDNN fused attention,
+* ``attention_check_rows``: Transformer Engine's own attention benchmark (cuDNN fused attention and FA2,
   forward + backward kernel time on H100 SXM) against
   :func:`~hcsim.calibration.compute.attention_seconds`.
 * ``nccl_check_rows``: nccl-tests bus bandwidths and small-message latencies (research notes
@@ -77,24 +77,30 @@ _TE_ATTN = (
     "TransformerEngine@08a85d3b:docs/examples/attention/attention.ipynb "
     "(H100 80GB HBM3, TE 1.10, cuDNN 9.3; nsys kernel time, fwd + bwd, mean of 3)"
 )
-# (name, batch, seq, heads, head_dim, measured ms for cuDNN fwd + bwd): the notebook's test_1, test_3
+# (name, batch, seq, heads, head_dim, measured ms fwd + bwd of cuDNN, of FlashAttention-2, tolerance, note):
+# the notebook's test_1 and test_3
 _TE_ATTN_ROWS = (
-    ("test_1: b2 h16 d128 s2048 causal", 2, 2048, 16, 128, 0.3664, 0.35,
+    ("test_1: b2 h16 d128 s2048 causal", 2, 2048, 16, 128, 0.3664, 0.5850, 0.35,
      "64 CTAs of 128 query rows x 16 heads x 2 (a third of a wave per CTA slot): launch- and fill-bound; "
      "the model does not time grid under-fill"),
-    ("test_3: b2 h32 (GQA 4) d128 s8192 causal", 2, 8192, 32, 128, 7.4875, 0.15, ""),
+    ("test_3: b2 h32 (GQA 4) d128 s8192 causal", 2, 8192, 32, 128, 7.4875, 11.8879, 0.15, ""),
 )  # fmt: skip
 
 
 def attention_check_rows(machine: str = "dgx-h100") -> list[CheckRow]:
-    """TE's attention benchmark (cuDNN fused attention, BF16, causal) against the attention model."""
+    """TE's attention benchmark (BF16, causal) against the attention model: cuDNN fused attention (the
+    ``attention`` tables), then FlashAttention-2 (``attention_flash``, ``--attention-backend flash``)."""
     calib = load_calibration(machine)
     rows = []
-    for what, b, s, h, d, measured_ms, tol, note in _TE_ATTN_ROWS:
-        shape = (b, s, s, h, d, True)
-        passes = (attention_seconds(shape, p, calib, launch=False) for p in ("fwd", "bwd"))
-        ms = 1e3 * sum(passes)
-        rows.append(CheckRow(what, measured_ms, ms, "ms", _TE_ATTN, tol, note))
+    for backend, label in (("auto", "cuDNN"), ("flash", "FA2")):
+        kernel = calib.with_attention(backend)
+        for what, b, s, h, d, cudnn_ms, fa2_ms, tol, note in _TE_ATTN_ROWS:
+            shape = (b, s, s, h, d, True)
+            passes = (attention_seconds(shape, p, kernel, launch=False) for p in ("fwd", "bwd"))
+            ms = 1e3 * sum(passes)
+            measured = cudnn_ms if backend == "auto" else fa2_ms
+            name, _, rest = what.partition(":")
+            rows.append(CheckRow(f"{name}: {label},{rest}", measured, ms, "ms", _TE_ATTN, tol, note))
     return rows
 
 

@@ -128,6 +128,16 @@ def _quantize(kind: str, elements: int, precision: str, calib: Calibration) -> f
     return elements * calib.fp8_quantize_bytes / calib.hbm_achieved + calib.launch
 
 
+def _layout_copies(op: Any, calib: Calibration) -> float:
+    """A kernel's layout copies around attention, per pass: ``attention_copies`` HBM passes over the kernel's
+    operands (q, k, v, out; backward: their gradients, the same sizes; not a KV cache), in four copy kernels
+    (0 s when the kernel reads the layout in place)."""
+    if not calib.attention_copies:
+        return 0.0
+    operands = float(op.fwd_bytes) - float(getattr(op, "kv_cache_bytes", 0.0))  # a KV cache is read in place
+    return calib.attention_copies * operands / calib.hbm_achieved + 4 * calib.launch
+
+
 def _check_shape(shape: Any, what: str, size: int) -> tuple[int, ...]:
     ok = isinstance(shape, (tuple, list)) and len(shape) == size
     if ok:
@@ -268,7 +278,7 @@ def op_seconds(op: Any, pass_: str, precision: str, calib: Calibration) -> float
     # attention and element-wise work stay BF16 under FP8 (Transformer Engine)
     p = "bf16" if precision == "fp8" else precision
     if kind == "attention" and attention is not None and p != "fp32":
-        return attention_seconds(attention, pass_, calib)
+        return attention_seconds(attention, pass_, calib) + _layout_copies(op, calib)
     if kind in _GEMM_KINDS:
         p = precision
     rate = calib.peak[p] * calib.gemm_fraction[p]

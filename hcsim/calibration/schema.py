@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -88,6 +88,15 @@ SCHEMA: dict[str, Any] = {
         "fwd": dict(_TABLE_KEYS),
         "bwd": dict(_TABLE_KEYS),
     },
+    # another attention kernel of the same machine, chosen per run (``--attention-backend flash``): the tables
+    # as above, plus the HBM passes over the kernel's operands its layout copies add (TE's flash-attn path)
+    "attention_flash": {
+        "kernel": _q("text"),
+        "seqlens": _q("tokens", "list"),
+        "fwd": dict(_TABLE_KEYS),
+        "bwd": dict(_TABLE_KEYS),
+        "layout_copies": _q("count"),
+    },
     "memory": {"hbm_achieved": _q("bandwidth")},
     "launch": {"kernel": _q("time")},
     "network": {
@@ -125,6 +134,7 @@ SCHEMA: dict[str, Any] = {
         "rs_splits": _q("count", required=False),
     },
 }
+_OPTIONAL_SECTIONS = ("attention_flash",)  # absent: the machine has one attention kernel
 _TOP_TEXT = ("name", "description")  # plain strings
 _TOP_FREE = "sources"  # name -> string, for YAML anchors; not used by the models
 
@@ -206,6 +216,34 @@ class Calibration:
     ub_proj_fprop_sms: int = 0
     ub_fc2_fprop_sms: int = 0
     ub_rs_splits: int = 4
+    # the machine's flash-attn kernel, if calibrated: (kernel, seqlens, fwd, bwd, layout copies), and the HBM
+    # passes over its operands the chosen kernel's layout copies add per pass (0: reads the layout in place)
+    attention_flash: tuple | None = None
+    attention_copies: float = 0.0
+
+    def with_attention(self, backend: str) -> Calibration:
+        """This calibration with ``backend``'s attention kernel: "auto" (the ``attention`` tables, the
+        framework's own choice) or "flash" (the ``attention_flash`` tables, e.g. FlashAttention-2 when a
+        stack turns cuDNN's fused attention off).
+
+        >>> from hcsim.calibration import load_calibration
+        >>> load_calibration("dgx-h100").with_attention("flash").attention_kernel[:19]
+        'FlashAttention-2 (f'
+        """
+        if backend == "auto":
+            return self
+        if backend != "flash":
+            raise HcsimError(f"attention backend {backend!r} is unknown (valid: auto, flash)")
+        if self.attention_flash is None:
+            raise HcsimError(
+                f"attention backend 'flash': calibration {self.name} has no attention_flash tables "
+                "(valid: auto, or a calibration with an attention_flash section: docs/calibration.md)"
+            )
+        kernel, seqlens, fwd, bwd, copies = self.attention_flash
+        return replace(
+            self, attention_kernel=kernel, attention_seqlens=seqlens, attention_fwd=fwd, attention_bwd=bwd,
+            attention_copies=copies, attention_flash=None,
+        )  # fmt: skip
 
 
 def _number(x: Any, path: str) -> float:
@@ -291,6 +329,8 @@ def _walk(raw: Any, schema: dict[str, Any], path: str, out: dict[str, Entry]) ->
     for key, spec in schema.items():
         where = f"{path}.{key}" if path else key
         if key not in raw:
+            if not path and key in _OPTIONAL_SECTIONS:
+                continue
             if isinstance(spec, _Leaf) and not spec.required:
                 continue
             if isinstance(spec, dict) and all(isinstance(s, _Leaf) and not s.required for s in spec.values()):
@@ -302,11 +342,11 @@ def _walk(raw: Any, schema: dict[str, Any], path: str, out: dict[str, Entry]) ->
             _walk(raw[key], spec, where, out)
 
 
-def _table(entries: dict[str, Entry], section: str, nseq: int) -> MappingProxyType:
+def _table(entries: dict[str, Entry], section: str, nseq: int, kernel: str = "attention") -> MappingProxyType:
     table = {}
     for d in HEAD_DIMS:
         for mask in ("causal", "noncausal"):
-            entry = entries.get(f"attention.{section}.d{d}_{mask}")
+            entry = entries.get(f"{kernel}.{section}.d{d}_{mask}")
             if entry is None:
                 continue
             if len(entry.si) != nseq:
@@ -317,7 +357,7 @@ def _table(entries: dict[str, Entry], section: str, nseq: int) -> MappingProxyTy
                 raise HcsimError(f"calibration {entry.path}: every value is null (valid: at least one number)")
             table[(d, mask == "causal")] = entry.si
     if not table:
-        raise HcsimError(f"calibration attention.{section}: no table (valid keys: {', '.join(k for k in _TABLE_KEYS)})")
+        raise HcsimError(f"calibration {kernel}.{section}: no table (valid keys: {', '.join(k for k in _TABLE_KEYS)})")
     return MappingProxyType(table)
 
 
@@ -352,9 +392,21 @@ def _build(data: Any, path: str) -> Calibration:
             raise HcsimError(f"calibration {key}: {e[key]} SMs (valid: fewer than device.sms = {e['device.sms']})")
     if e.get("tp_overlap.rs_splits", 1) < 1:
         raise HcsimError(f"calibration tp_overlap.rs_splits: {e['tp_overlap.rs_splits']} must be >= 1")
+    for kernel in ("attention", "attention_flash"):
+        lengths = e.get(f"{kernel}.seqlens")
+        if lengths is not None and (list(lengths) != sorted(set(lengths)) or lengths[0] <= 0):
+            raise HcsimError(f"calibration {kernel}.seqlens: {lengths} (valid: increasing positive lengths)")
     seqlens = e["attention.seqlens"]
-    if list(seqlens) != sorted(set(seqlens)) or seqlens[0] <= 0:
-        raise HcsimError(f"calibration attention.seqlens: {seqlens} (valid: increasing positive lengths)")
+    flash = None
+    if "attention_flash.kernel" in e:
+        fseq = e["attention_flash.seqlens"]
+        flash = (
+            e["attention_flash.kernel"],
+            fseq,
+            _table(entries, "fwd", len(fseq), "attention_flash"),
+            _table(entries, "bwd", len(fseq), "attention_flash"),
+            e["attention_flash.layout_copies"],
+        )
 
     def lat(prefix: str) -> MappingProxyType:
         return MappingProxyType({a: e[f"{prefix}.{a}"] for a in NCCL_ALGOS})
@@ -376,6 +428,7 @@ def _build(data: Any, path: str) -> Calibration:
         attention_seqlens=seqlens,
         attention_fwd=_table(entries, "fwd", len(seqlens)),
         attention_bwd=_table(entries, "bwd", len(seqlens)),
+        attention_flash=flash,
         hbm_achieved=e["memory.hbm_achieved"],
         launch=e["launch.kernel"],
         gpus_per_node=e["network.gpus_per_node"],

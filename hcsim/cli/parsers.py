@@ -280,6 +280,12 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         "(docs/calibration.md)",
     )
     g.add_argument(
+        "--attention-backend",
+        choices=("auto", "flash"),
+        help="with --calibration: the attention kernel: auto (the framework's choice, cuDNN fused attention on "
+        "H100; the default) or flash (FlashAttention-2, as stacks with NVTE_FUSED_ATTN=0 ran; docs/calibration.md)",
+    )
+    g.add_argument(
         "--allow-spill",
         action="store_true",
         help="on a DGX: let what does not fit in HBM spill to host memory (default: refuse in one line)",

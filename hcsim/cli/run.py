@@ -101,7 +101,7 @@ _TRAINING_FLAGS = (
     ("sequence_parallel", "--sequence-parallel/--no-sequence-parallel"), ("mapping", "--mapping"),
     ("precision", "--precision"), ("recompute", "--recompute"), ("recompute_modules", "--recompute-modules"),
     ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"),
-    ("calibration", "--calibration"),
+    ("calibration", "--calibration"), ("attention_backend", "--attention-backend"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
     ("tp_comm_overlap", "--tp-comm-overlap/--no-tp-comm-overlap"),
 )  # fmt: skip
@@ -219,6 +219,13 @@ def main(args: argparse.Namespace) -> int:
         return w
 
     calib = load_calibration(args.calibration)  # None: the ideal model
+    if args.attention_backend is not None and (args.model and not args.inference):
+        if calib is None:
+            raise HcsimError(
+                f"--attention-backend {args.attention_backend} needs a calibration, the ideal model has no attention "
+                "kernel (valid: --calibration dgx-h100, dgx-a100 or a YAML, or leave --attention-backend out)"
+            )
+        calib = calib.with_attention(args.attention_backend)
     training = bool(args.model) and not args.inference
     if not training:
         for flag, value in (("--precision", args.precision), ("--zero", args.zero)):

@@ -63,9 +63,14 @@ def test_docs_python_example_runs_as_written():
 
 
 def test_attention_model_matches_te_benchmark_at_long_sequences():
-    # TE's own cuDNN benchmark at s = 8192 (a filled GPU): the tables of the kernel TE selects on
-    # sm90 must reproduce it within 5%; FA3's tables (the previous calibration) were 9% fast there
-    rows = {r.what.split(":")[0]: r for r in attention_check_rows()}
-    assert abs(rows["test_3"].error) < 0.05, rows["test_3"]
-    # the under-filled 2k case (64 query tiles x 32 heads) is slower than the model, never faster
-    assert rows["test_1"].error < 0, rows["test_1"]
+    # TE's own benchmark at s = 8192 (a filled GPU), for both kernels: the tables of the kernel must
+    # reproduce it within 5% (FA3's tables, an earlier calibration, were 9% fast for cuDNN there)
+    rows = {r.what.split(",")[0]: r for r in attention_check_rows()}
+    assert set(rows) == {"test_1: cuDNN", "test_3: cuDNN", "test_1: FA2", "test_3: FA2"}
+    for kernel in ("cuDNN", "FA2"):
+        assert abs(rows[f"test_3: {kernel}"].error) < 0.05, rows[f"test_3: {kernel}"]
+        # the under-filled 2k case (64 query tiles x 32 heads) is slower than the model, never faster
+        assert rows[f"test_1: {kernel}"].error < 0, rows[f"test_1: {kernel}"]
+    # FA2 is the slower kernel, by TE's measured ratio (1.59x at 8k) within 5%
+    ratio = rows["test_3: FA2"].predicted / rows["test_3: cuDNN"].predicted
+    assert abs(ratio / (11.8879 / 7.4875) - 1) < 0.05, ratio

@@ -32,3 +32,24 @@ def test_a_layout_that_does_not_fit_stays_one_line():
         "each rank of pipeline stage 0 needs", "but an XPU has 80.0 GiB",
     )  # fmt: skip
     assert "activations 57.7" in line
+
+
+@pytest.mark.parametrize(
+    "extra,needles",
+    [(["--calibration", "ideal", "--attention-backend", "flash"],
+      ("--attention-backend flash needs a calibration", "--calibration dgx-h100")),
+     (["--calibration", "dgx-a100", "--precision", "bf16", "--attention-backend", "flash"],
+      ("calibration dgx-a100 has no attention_flash tables", "valid: auto")),
+     (["--attention-backend", "cudnn"], ("invalid choice", "'auto', 'flash'"))],
+)  # fmt: skip
+def test_attention_backend_needs_tables_to_choose_from(extra, needles):
+    argv = [*DGX[:-3], "--fast"]  # without DGX's --calibration dgx-h100
+    assert_refused(run_here(*argv, *extra), *needles)
+
+
+def test_attention_backend_refused_outside_training():
+    assert_refused(
+        run_here("run", "--system", "dgx-h100", "--xpus", "8", "--model", "llama2-7b", "--inference",
+                 "--attention-backend", "flash"),
+        "--attention-backend",
+    )  # fmt: skip

@@ -8,6 +8,7 @@ ideal model, so every prediction, error and statistic below follows from the CSV
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -172,16 +173,30 @@ def test_vendored_rows_all_build_a_command(vm):
 def test_recipe_flags_follow_the_rows_source_and_model(vm):
     """Settings the CSV has no column for come from RECIPES by (source, model), each with its source cited."""
     rows = {r.index: r for r in vm.read_rows(vm.DEFAULT_CSV)}
-    assert vm.recipe_flags(rows[10]) == ("--optimizer-dtype", "bf16")  # Nemotron-340B, NeMo 24.07
+    fa2 = ("--attention-backend", "flash")  # every NeMo 24.07 row: the launcher turned cuDNN attention off
+    assert vm.recipe_flags(rows[10]) == (*fa2, "--optimizer-dtype", "bf16")  # Nemotron-340B, NeMo 24.07
     argv = vm.command(["hcsim"], rows[16], "dgx-h100")  # GPT-OSS-120B, Megatron-Bridge 25.11
     assert argv[argv.index("--recompute-modules") + 1] == "layernorm,moe_act"
     assert argv[-5:] == ["layernorm,moe_act", "--calibration", "dgx-h100", "--fast", "--json"]
     for i in (13, 14, 15):  # Megatron-Bridge 25.11 FP8-CS: fp8 parameters
         assert vm.recipe_flags(rows[i]) == ("--fp8-param-gather",)
     for i in set(rows) - {10, 13, 14, 15, 16}:
-        assert vm.recipe_flags(rows[i]) == ()
+        assert vm.recipe_flags(rows[i]) == (fa2 if rows[i].source == "nemo-24.07" else ())
+    assert {rows[i].source for i in range(1, 13)} == {"nemo-24.07"}
     for _flags, why in [*vm.RECIPES.values(), *vm.PRECISION_RECIPES.values()]:
         assert "@" in why  # file@commit
+    for _flags, why in vm.SOURCE_RECIPES.values():
+        assert "config.yaml" in why and "line" in why
+
+
+def test_flags_that_pick_calibrated_tables_stay_out_of_the_ideal_command(vm):
+    rows = {r.index: r for r in vm.read_rows(vm.DEFAULT_CSV)}
+    calibrated, ideal = vm.command(["hcsim"], rows[10], "dgx-h100"), vm.command(["hcsim"], rows[10], "ideal")
+    assert calibrated[calibrated.index("--attention-backend") + 1] == "flash"
+    assert "--attention-backend" not in ideal and "flash" not in ideal
+    assert ideal[ideal.index("--optimizer-dtype") + 1] == "bf16"  # a memory setting applies to both models
+    unknown = dataclasses.replace(rows[5], source="nemo-99.99")  # a release not listed keeps the defaults
+    assert vm.recipe_flags(unknown) == ()
 
 
 def test_nccl_section_is_the_calibration_checks(vm):
