@@ -263,6 +263,12 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         "moe_act, mlp (implies --recompute selective; docs/training-features.md)",
     )
     g.add_argument(
+        "--recompute-num-layers",
+        type=int,
+        help="with --recompute full: only the first N blocks of each model chunk (Megatron's --recompute-method "
+        "block --recompute-num-layers N)",
+    )
+    g.add_argument(
         "--optimizer-dtype",
         choices=("fp32", "bf16"),
         help="Adam state: fp32 master and moments (Megatron-Core, the default) or bf16 moments without a master "

@@ -100,6 +100,7 @@ _TRAINING_FLAGS = (
     ("sequence", "--sequence"), ("zero", "--zero"), ("ep", "--ep"), ("schedule", "--schedule"),
     ("sequence_parallel", "--sequence-parallel/--no-sequence-parallel"), ("mapping", "--mapping"),
     ("precision", "--precision"), ("recompute", "--recompute"), ("recompute_modules", "--recompute-modules"),
+    ("recompute_num_layers", "--recompute-num-layers"),
     ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"),
     ("calibration", "--calibration"), ("attention_backend", "--attention-backend"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
@@ -543,6 +544,12 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
         if recompute not in ("none", "selective"):
             raise HcsimError(f"--recompute-modules needs --recompute selective, not {recompute} (valid: drop one)")
         recompute = "selective:" + ",".join(m.strip() for m in modules.split(","))
+    count = getattr(args, "recompute_num_layers", None)
+    if count is not None:  # Megatron: recompute_method block applies to granularity full only
+        if recompute != "full":
+            raise HcsimError(f"--recompute-num-layers needs --recompute full, not {recompute} (valid: add "
+                             "--recompute full, or drop --recompute-num-layers)")  # fmt: skip
+        recompute = f"full:{count}"
     extra = {k: v for k, v in (("precision", args.precision), ("recompute", recompute)) if v not in (None, "none")}
     if getattr(args, "tp_comm_overlap", None):
         extra["tp_comm_overlap"] = True

@@ -53,3 +53,10 @@ def test_attention_backend_refused_outside_training():
                  "--attention-backend", "flash"),
         "--attention-backend",
     )  # fmt: skip
+
+
+def test_recompute_num_layers_needs_full_recompute():
+    assert_refused(run_here(*DGX, "--precision", "bf16", "--recompute-num-layers", "5"),
+                   "--recompute-num-layers needs --recompute full, not none")  # fmt: skip
+    assert_refused(run_here(*DGX, "--precision", "bf16", "--recompute", "full", "--recompute-num-layers", "0"),
+                   "recompute layers '0' is invalid", "1 to 100,000")  # fmt: skip

@@ -298,11 +298,54 @@ def test_recompute_adds_the_forward_to_the_backward(mode):
     assert block_cost(block_operators(SMALL, 64), "full").activation_bytes == 64 * 256 * 2
 
 
+@pytest.mark.parametrize("layout,n", [("dp=1", 1), ("dp=1", 7), ("dp=1,pp=2", 3), ("dp=1,pp=2,vp=2", 1)])
+def test_recompute_num_layers_recomputes_the_first_blocks_of_each_chunk(layout, n):
+    """Megatron's --recompute-method block: each model chunk runs its first N blocks as "full", the rest as
+    "none" (flops vertex by vertex), and its memory is the same per-block mix; N >= blocks per chunk is full."""
+    import re
+    from dataclasses import replace
+
+    from hcsim.workload.parallel.memory import training_memory
+
+    spec = replace(SMALL, layers=8)
+    lay = Layout.parse(layout)
+    per_chunk = spec.layers // (lay.pp * lay.vp)
+
+    def graph(mode):
+        return dict(compute(training_graph(spec, lay, xs(lay.ranks), microbatches=4, recompute=mode)))
+
+    base, full, some = graph("none"), graph("full"), graph(f"full:{n}")
+    recomputed = 0
+    for name, d in some.items():
+        layer = re.search(r"\.L(\d+)\.", name)
+        first = layer is not None and int(layer.group(1)) % per_chunk < n
+        assert d["flops"] == (full if first else base)[name]["flops"], name
+        recomputed += first and d["flops"] != base[name]["flops"]
+    assert recomputed > 0
+    mem = {m: [s.activations for s in training_memory(spec, lay, microbatches=4, recompute=m)] for m in
+           ("none", "full", f"full:{n}")}  # fmt: skip
+    share = min(n, per_chunk) / per_chunk
+    for none, all_, mixed in zip(mem["none"], mem["full"], mem[f"full:{n}"], strict=True):
+        if n >= per_chunk:
+            assert mixed == all_
+        else:
+            assert all_ < mixed < none
+            blocks = none - all_  # what the blocks' recomputation saves, proportional to how many run it
+            assert mixed == pytest.approx(none - share * blocks, rel=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["full:0", "full:x", "full:-1", "full:1.5"])
+def test_recompute_num_layers_bad_values_are_one_line(mode):
+    with pytest.raises(HcsimError, match="recompute layers"):
+        training_graph(SMALL, "dp=1", xs(1), recompute=mode)
+
+
 # ------------------------------------------------------------------ 7. memory
 @pytest.mark.parametrize(
     "layout,kw",
     [("dp=2,tp=2,pp=2", {}), ("dp=2,pp=2,vp=2", {"zero": 1, "precision": "bf16"}),
-     ("dp=1,tp=2,cp=2", {"recompute": "full", "precision": "fp8"}), ("dp=2,pp=2", {"schedule_name": "gpipe"})],
+     ("dp=1,tp=2,cp=2", {"recompute": "full", "precision": "fp8"}), ("dp=2,pp=2", {"schedule_name": "gpipe"}),
+     ("dp=1,pp=2", {"recompute": "full:1", "precision": "bf16"})],
 )  # fmt: skip
 def test_memory_is_the_graphs_footprint(layout, kw):
     """training_memory's per-rank total is the sum of the footprints the graph gives one rank of each stage."""

@@ -32,7 +32,15 @@ from hcsim.workload.graph import ALGORITHMS, Workload
 from hcsim.workload.models import ops
 from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
-from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, state_bytes
+from hcsim.workload.parallel.costs import (
+    Part,
+    UnitCost,
+    block_cost,
+    check_recompute,
+    fold,
+    layer_recompute,
+    state_bytes,
+)
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
@@ -292,6 +300,7 @@ class _Builder(GradientSync):
         # units of each stage and chunk: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head";
         # chunk c of stage p holds the layers of virtual stage c*pp + p
         self.chunks: list[list[list[tuple[str, Any, str]]]] = []
+        self.unit_recompute: dict[str, str] = {}  # a block's own mode (recompute "full:N": the chunk's first N)
         for p in range(layout.pp):
             stage: list[list[tuple[str, Any, str]]] = []
             for c in range(vp):
@@ -299,9 +308,10 @@ class _Builder(GradientSync):
                 virtual = c * layout.pp + p
                 if virtual == 0:
                     units.append(("emb", fold(ops.embedding_operators(spec, tokens, tp=tp, **side_extra)), "embedding"))
-                for layer in split.layers(p, c):
+                for index, layer in enumerate(split.layers(p, c)):
                     block = ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_extra)
-                    cost = block_cost(block, recompute) if recompute != "none" else block_cost(block)
+                    mode = self.unit_recompute[f"L{layer}"] = layer_recompute(recompute, index)
+                    cost = block_cost(block, mode) if mode != "none" else block_cost(block)
                     units.append((f"L{layer}", cost, "block"))
                 if virtual == layout.pp * vp - 1:
                     units.append(("head", fold(ops.head_operators(spec, tokens, tp=tp, **side_extra)), "head"))
@@ -503,7 +513,7 @@ class _Builder(GradientSync):
             if megatron:
                 w, g, o, a = unit_memory(
                     cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep, tp=lay.tp,
-                    sequence_parallel=self.sp, recompute=self.recompute,
+                    sequence_parallel=self.sp, recompute=self.unit_recompute.get(unit, self.recompute),
                 )  # fmt: skip
                 # what is resident through the forward-backward: the step's fp32 gradient copy is not (memory.py)
                 step = step_grad_memory(cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep)

@@ -33,6 +33,7 @@ __all__ = [
     "block_cost",
     "check_recompute",
     "fold",
+    "layer_recompute",
     "recompute_modules",
     "state_bytes",
 ]
@@ -53,6 +54,20 @@ _UNMODELLED = {
 }
 
 
+def layer_recompute(recompute: str, index: int) -> str:
+    """The mode of the ``index``-th block of a model chunk (0 = its first): ``"full:N"`` (Megatron's
+    ``--recompute-granularity full --recompute-method block --recompute-num-layers N``, which each
+    chunk's TransformerBlock applies to its own layers) is "full" for the first N blocks and "none"
+    after them; any other mode is the same for every block.
+
+    >>> [layer_recompute("full:2", i) for i in range(4)]
+    ['full', 'full', 'none', 'none']
+    """
+    if recompute.startswith("full:"):
+        return "full" if index < int(recompute.split(":", 1)[1]) else "none"
+    return recompute
+
+
 def recompute_modules(recompute: str) -> frozenset[str]:
     """The modules a selective ``recompute`` runs again (empty for "none" and "full"); one-line error if unknown."""
     check_recompute(recompute)
@@ -68,10 +83,15 @@ def check_recompute(recompute: Any) -> None:
 
     if isinstance(recompute, str) and recompute in RECOMPUTE:
         return
+    if isinstance(recompute, str) and recompute.startswith("full:"):
+        count = recompute.split(":", 1)[1]
+        if not (count.isdigit() and count.isascii() and 1 <= int(count) <= 100_000):
+            raise HcsimError(f"recompute layers {count!r} is invalid (valid: an integer from 1 to 100,000)")
+        return
     if not isinstance(recompute, str) or not recompute.startswith("selective:"):
         raise HcsimError(
-            f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)}, or selective:MODULES with MODULES "
-            f"from {', '.join(RECOMPUTE_MODULES)})"
+            f"recompute {recompute!r} is unknown (valid: {', '.join(RECOMPUTE)}, full:N (the first N blocks of "
+            f"each model chunk), or selective:MODULES with MODULES from {', '.join(RECOMPUTE_MODULES)})"
         )
     names = recompute.split(":", 1)[1].split(",")
     for name in names:

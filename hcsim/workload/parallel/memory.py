@@ -25,7 +25,15 @@ from typing import Any
 from hcsim.errors import HcsimError
 from hcsim.workload.models import ops as model_ops
 from hcsim.workload.models.precision import training_precision, zero_shards
-from hcsim.workload.parallel.costs import Part, block_cost, check_recompute, fold, recompute_modules, recomputed_kept
+from hcsim.workload.parallel.costs import (
+    Part,
+    block_cost,
+    check_recompute,
+    fold,
+    layer_recompute,
+    recompute_modules,
+    recomputed_kept,
+)
 from hcsim.workload.parallel.layout import Layout, pipeline_split
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
@@ -173,16 +181,17 @@ def training_memory(
         kept_of = in_flight_by_chunk(list(order), vp)
         for c in range(vp):
             virtual = c * pp + p
-            units: list[Any] = []  # as the graph folds them (builder.py)
+            units: list[tuple[Any, str]] = []  # as the graph folds them (builder.py), with each one's mode
             if virtual == 0:
-                units.append(fold(model_ops.embedding_operators(spec, tokens, tp=tp, **kw)))
-            for layer in split.layers(p, c):
+                units.append((fold(model_ops.embedding_operators(spec, tokens, tp=tp, **kw)), recompute))
+            for index, layer in enumerate(split.layers(p, c)):
                 block = model_ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_kw)
-                units.append(block_cost(block, recompute))
+                mode = layer_recompute(recompute, index)
+                units.append((block_cost(block, mode), mode))
             if virtual == pp * vp - 1:
-                units.append(fold(model_ops.head_operators(spec, tokens, tp=tp, **kw)))
-            for unit in units:
-                w, g, o, a = unit_memory(unit, policy, recompute=recompute, **where)
+                units.append((fold(model_ops.head_operators(spec, tokens, tp=tp, **kw)), recompute))
+            for unit, mode in units:
+                w, g, o, a = unit_memory(unit, policy, recompute=mode, **where)
                 for i, v in enumerate((w, g, o, a * kept_of[c])):
                     totals[i] += v
                 step_only += step_grad_memory(unit, policy, zero=zero, replicas=layout.replicas, ep=ep)
