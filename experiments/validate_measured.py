@@ -44,9 +44,12 @@ MODEL_ALIASES = {"llama3.1-405b": "llama3-405b"}
 #: The CSV's precision column to hcsim's --precision (FP8-CS: FP8 with current scaling; still FP8 GEMMs).
 PRECISIONS = {"fp8": "fp8", "fp8-cs": "fp8", "fp8-ds": "fp8", "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 #: A row's published recipe settings that the CSV has no column for, as ``hcsim run`` flags, each with its
-#: source; keyed by the CSV's (source, model), lower case. Memory and time follow from them; nothing here
-#: was chosen by looking at the measured throughput.
-RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+#: source; keyed by the CSV's (source, model) or (source, model, precision), lower case. Memory and time follow
+#: from them; nothing here was chosen by looking at the measured throughput.
+_NFL = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/{}@8325688d (tag 24.07), line {}: {}"
+_MB = "NVIDIA-NeMo/Megatron-Bridge {}@00b7660b{}"
+_UB = "ub_tp_comm_overlap: true (TE userbuffers, with sequence_parallel: true)"
+RECIPES: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {
     ("nemo-24.07", "nemotron-340b"): (
         ("--optimizer-dtype", "bf16"),
         "Adam state in bf16 without an fp32 master copy: NVIDIA/NeMo-Framework-Launcher "
@@ -54,6 +57,39 @@ RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
         "NeMo 24.07's time: optim distributed_fused_adam, dtype bf16, grad_sync_dtype bf16); NVIDIA/NeMo "
         "nemo/collections/nlp/models/language_modeling/megatron_base_model.py@579983fb (store_params False "
         "when the optimizer dtype is the model's)",
+    ),
+    ("nemo-24.07", "gpt3-20b"): (("--tp-comm-overlap",), _NFL.format("gpt3/20b.yaml", 149, _UB)),
+    ("nemo-24.07", "llama2-70b"): (("--tp-comm-overlap",), _NFL.format("llama/llama2_70b.yaml", 136, _UB)),
+    ("nemo-24.07", "nemotron-8b"): (("--tp-comm-overlap",), _NFL.format("nemotron/nemotron_8b.yaml", 158, _UB)),
+    ("nemo-24.07", "nemotron-22b"): (("--tp-comm-overlap",), _NFL.format("nemotron/nemotron_22b.yaml", 158, _UB)),
+    ("nemo-24.07", "llama3-70b"): (("--tp-comm-overlap",), _NFL.format("llama/llama3_70b.yaml", 136, _UB)),
+    ("megatron-bridge-25.11", "llama3-70b"): (
+        ("--tp-comm-overlap",),
+        _MB.format(
+            "src/megatron/bridge/recipes/llama/llama3.py",
+            " lines 288-303 (llama3_70b_pretrain_config: "
+            "CommOverlapConfig(tp_comm_overlap=True)); scripts/performance/configs/llama/llama3_llm_pretrain.py"
+            "@00b7660b lines 185-203 keep it for H100 FP8-CS",
+        ),
+    ),
+    ("megatron-bridge-25.11", "llama3.1-405b"): (
+        ("--tp-comm-overlap",),
+        _MB.format(
+            "src/megatron/bridge/recipes/llama/llama3.py",
+            " lines 400-417 (llama31_405b_pretrain_config: "
+            "CommOverlapConfig(tp_comm_overlap=True)); scripts/performance/configs/llama/llama31_llm_pretrain.py"
+            "@00b7660b line 86 keeps it except under nvfp4",
+        ),
+    ),
+    ("megatron-bridge-25.11", "llama3-8b", "fp8-cs"): (
+        ("--recompute", "full", "--recompute-num-layers", "5"),
+        _MB.format(
+            "scripts/performance/configs/llama/llama3_workload_base_configs.py",
+            " lines 229-233 "
+            "(LLAMA3_8B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG: recompute_num_layers=5) and "
+            "scripts/performance/utils/overrides.py@00b7660b lines 128-131 (recompute_granularity full, "
+            "recompute_method block)",
+        ),
     ),
     ("megatron-bridge-25.11", "gpt-oss-120b"): (
         ("--recompute-modules", "layernorm,moe_act"),
@@ -241,10 +277,12 @@ def recipe_flags(row: Row) -> tuple[str, ...]:
     """The row's published recipe settings beyond the CSV's columns (:data:`RECIPES`), as flags."""
     source = row.source.strip().lower()
     by_precision = PRECISION_RECIPES.get((source, row.precision.strip().lower()))
-    by_model = RECIPES.get((source, row.model.strip().lower()))
+    model, precision = row.model.strip().lower(), row.precision.strip().lower()
+    by_model = RECIPES.get((source, model))
+    by_both = RECIPES.get((source, model, precision))
     by_source = SOURCE_RECIPES.get(source)
     flags = (by_source[0] if by_source else ()) + (by_precision[0] if by_precision else ())
-    return flags + (by_model[0] if by_model else ())
+    return flags + (by_model[0] if by_model else ()) + (by_both[0] if by_both else ())
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -429,7 +467,9 @@ def render(
         first = outcomes.get((r.index, calibrations[0]))
         cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    used = [(key, RECIPES[key]) for key in RECIPES if any((r.source.lower(), r.model.lower()) == key for r in rows)]
+    keys = {(r.source.lower(), r.model.lower()) for r in rows}
+    keys |= {(r.source.lower(), r.model.lower(), r.precision.lower()) for r in rows}
+    used = [((key[0], " ".join(key[1:])), RECIPES[key]) for key in RECIPES if key in keys]
     used += [
         (key, PRECISION_RECIPES[key])
         for key in PRECISION_RECIPES
