@@ -441,6 +441,17 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
         type=int,
         help="round decode KV totals up to a count of tokens for the memo (default 256; 1 exact)",
     )
+    g.add_argument(
+        "--exact-iterations",
+        action="store_true",
+        help="simulate every block and ring flow of each iteration shape (default: 3 blocks, the rest repeated; "
+        "memoized ring steps; equal within 1e-12, docs/serving.md)",
+    )
+    g.add_argument(
+        "--calibration",
+        help="time every operator with a calibration: dgx-h100, dgx-a100 or a YAML (docs/calibration.md; "
+        "default ideal: the roofline); --kv-bucket is then 1",
+    )
     g.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     g.add_argument("--router", help="replicas' router: round_robin (default) or least_tokens (least outstanding)")
     g.add_argument("--preemption", help="when the KV cache is full: recompute (default) or swap (to host DRAM)")

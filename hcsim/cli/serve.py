@@ -86,7 +86,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 def _check_continuous_flags(args: argparse.Namespace) -> None:
     """Flags of ``--scheduler continuous`` refused in dynamic mode, in one line."""
-    for key in ("prompt_tokens", "kv_cache", "kv_hbm", "kv_tier_capacity", "block_tokens", "max_tokens", "kv_bucket"):
+    for key in ("prompt_tokens", "kv_cache", "kv_hbm", "kv_tier_capacity", "block_tokens", "max_tokens", "kv_bucket",
+                "calibration"):  # fmt: skip
         if getattr(args, key, None) is not None:
             flag = f"--{key.replace('_', '-')}"
             raise HcsimError(f"{flag} applies to --scheduler continuous only (valid: add it, or drop {flag})")
@@ -96,9 +97,10 @@ def _check_continuous_flags(args: argparse.Namespace) -> None:
         if getattr(args, key, None) is not None:
             flag = f"--{key.replace('_', '-')}"
             raise HcsimError(f"{flag} applies to --scheduler continuous only (valid: add it, or drop {flag})")
-    for key in ("timeline", "plots"):
+    for key in ("timeline", "plots", "exact_iterations"):
         if getattr(args, key, False):
-            raise HcsimError(f"--{key} applies to --scheduler continuous only (valid: add it, or drop --{key})")
+            flag = f"--{key.replace('_', '-')}"
+            raise HcsimError(f"{flag} applies to --scheduler continuous only (valid: add it, or drop {flag})")
     if args.rho is None and args.rate is None:
         raise HcsimError("one of the arguments --rho --rate is required (see 'hcsim serve --help')")
     if isinstance(args.rate, tuple):

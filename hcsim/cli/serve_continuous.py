@@ -260,6 +260,22 @@ def _split(value: str | None, xpus: int, tp: int) -> tuple[int, int] | None:
     return n, m
 
 
+def _calibration(args: argparse.Namespace) -> object:
+    """``--calibration``: None for ideal (the default: the roofline), else the calibration."""
+    from hcsim.calibration import load_calibration
+
+    return load_calibration(args.calibration or "ideal")
+
+
+def _check_calibrated(args: argparse.Namespace, calib: object, topo: object) -> None:
+    """A calibration times its own GPU: every XPU of the system must be it (the network stays as it is)."""
+    gpu = calib.device_name.split()[0]  # type: ignore[attr-defined]  # "H100 SXM5 80GB" -> "H100"
+    others = sorted({str(topo.nodes[x].get("device")) for x in topo.xpus()} - {gpu, f"{gpu}-SXM"})  # type: ignore
+    if others:
+        raise HcsimError(f"--calibration {args.calibration} times {gpu} XPUs; --system {args.system} also has "
+                         f"{', '.join(others)} (valid: {gpu} XPUs only, or --calibration ideal)")  # fmt: skip
+
+
 def _with_prefix(args: argparse.Namespace, requests: list) -> list:
     """``--shared-prefix TOKENS[:GROUPS]`` applied to the requests."""
     from hcsim.frontends.serving.kvcache import shared_prefix
@@ -281,6 +297,7 @@ def _with_prefix(args: argparse.Namespace, requests: list) -> list:
 def engine(
     args: argparse.Namespace, spec: object, platform: str, topo: object, xpus: list[str], tp: int,
     tiers: tuple[str, ...], block: int, budget: int, seqs: int, bucket: int, hbm: float | None, cap: tuple | None,
+    calibration: object = None,
 ) -> tuple[Callable[..., object], list[list[str]]]:  # fmt: skip
     """The serving engine on the compiled platform, set up once: ``(run, groups)``.
 
@@ -293,13 +310,15 @@ def engine(
     swap = _choice(args.preemption, "--preemption", ("recompute", "swap")) == "swap"
     split = _split(args.disaggregate, len(xpus), tp)
     coherent = _TIERS[",".join(tiers)][0]
+    fast = not getattr(args, "exact_iterations", False)
     caps = (None, None) if cap is None else (cap + (None,))[:2]
     sides = [xpus] if split is None else [xpus[: split[0]], xpus[split[0] :]]
     made = []
     for side in sides:
         groups = [side[i : i + tp] for i in range(0, len(side), tp)]
         blocks, rate, bandwidth = kv_capacity(spec, platform, groups[0], tiers, block, hbm, *caps)
-        timers = [IterationTimer(spec, platform, g, coherent=coherent, kv_bucket=bucket) for g in groups]
+        timers = [IterationTimer(spec, platform, g, coherent=coherent, kv_bucket=bucket, memoized_rings=fast,
+                                 layer_repeat=fast, calibration=calibration) for g in groups]  # fmt: skip
         block_bytes = kv_bytes_per_token(spec, tp) * block
         swaps = [SwapTimer(platform, g, block_bytes) for g in groups] if swap else None
         made.append((groups, blocks, timers, swaps, timers[0].bucket_bound(rate, bandwidth)))
@@ -342,7 +361,8 @@ def main(args: argparse.Namespace) -> int:
     block = _positive(args.block_tokens, "--block-tokens", 16)
     budget = _positive(args.max_tokens, "--max-tokens", 2048)
     seqs = _positive(args.max_batch, "--max-batch", 256)
-    bucket = _positive(args.kv_bucket, "--kv-bucket", 256)
+    calib = _calibration(args)
+    bucket = _positive(args.kv_bucket, "--kv-bucket", 256 if calib is None else 1)
     hbm = None if args.kv_hbm is None else parse_bytes(args.kv_hbm, "--kv-hbm")
     cap = None if args.kv_tier_capacity is None else _capacities(args.kv_tier_capacity)
     if hbm is not None and not (math.isfinite(hbm) and hbm >= 0):
@@ -377,12 +397,15 @@ def main(args: argparse.Namespace) -> int:
     # every length and rate checked before any run
     points = [(r, _with_prefix(args, _requests(args, r, trace))) for r in rates]
     topo = build_topology(args)
+    if calib is not None:
+        _check_calibrated(args, calib, topo)
     results = []
     with anonymous_file("platform.xml") as (f, platform):  # on no disk: a SIGKILL leaves nothing behind
         compile_platform(topo, f)
         xpus = platform_xpus(platform)
         tp = check_inference(spec, len(xpus), batch=1, context=1, tp=args.tp)
-        run, groups = engine(args, spec, platform, topo, xpus, tp, tiers, block, budget, seqs, bucket, hbm, cap)
+        run, groups = engine(args, spec, platform, topo, xpus, tp, tiers, block, budget, seqs, bucket, hbm, cap,
+                             calib)  # fmt: skip
         show = True if args.progress else None
         before = 0
         for r, requests in points:
@@ -400,6 +423,8 @@ def main(args: argparse.Namespace) -> int:
                                 kv_bucket_tokens=bucket, rate_per_s=r, seed=args.seed)  # fmt: skip
             if args.arrival_cv is not None:
                 result.extra["arrival_cv"] = args.arrival_cv
+            if calib is not None:
+                result.extra["calibration"] = calib.name
             if source is not None:
                 result.extra.update(trace=os.path.basename(args.trace), trace_format=source.format,
                                     trace_skipped=len(source.skipped))  # fmt: skip

@@ -13,8 +13,8 @@ semantics), and one causal attention per prefill chunk.
 
 Invariant: the graph, hence its SimGrid time, is a function of the shape alone, so
 :class:`IterationTimer` memoizes by the shape exactly (``kv_bucket=1``); a pure-decode shape
-of equal contexts is the engine's own decode step (tested equal). Bucketing: see
-:class:`IterationTimer`.
+of equal contexts is the engine's own decode step (tested equal). Bucketing, layer repeat
+and memoized rings (switches, held to the exact path): see :class:`IterationTimer`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any
 from hcsim.calibration.machine import vertex_seconds
 from hcsim.engine import simulate
 from hcsim.errors import HcsimError
-from hcsim.workload.graph import Workload
+from hcsim.fast import simulate as fast_simulate
+from hcsim.workload.graph import ALGORITHMS, Workload
 from hcsim.workload.models.inference import tp_allreduce_bytes
 from hcsim.workload.models.ops import (
     Operator,
@@ -39,7 +40,12 @@ from hcsim.workload.models.ops import (
 )
 from hcsim.workload.models.spec import TransformerSpec
 
-__all__ = ["IterationShape", "IterationTimer", "iteration_graph", "kv_bytes_per_token"]
+__all__ = ["LAYER_REPEAT_TOLERANCE", "IterationShape", "IterationTimer", "iteration_graph", "kv_bytes_per_token"]
+
+REPEAT_LAYERS = 3
+"""Blocks a layer-repeated iteration runs in SimGrid: the first, and two whose periods must agree."""
+LAYER_REPEAT_TOLERANCE = 1e-9
+"""The second and third blocks' periods must agree within this fraction (as hcsim.fast.repeat's iterations)."""
 
 _ATTN = ("norm1", "attn.qkv", "attn.core", "attn.out")
 
@@ -112,8 +118,10 @@ def iteration_graph(
     *,
     calibration: Any = None,
     algorithm: str | None = None,
+    layers: int | None = None,
 ) -> Workload:
-    """The iteration ``shape`` of ``spec`` on the TP group ``group`` (one rank per XPU)."""
+    """The iteration ``shape`` of ``spec`` on the TP group ``group`` (one rank per XPU); ``layers``: only the
+    first that many blocks (default all: :class:`IterationTimer`'s layer repeat runs three)."""
     tp = len(group)
     check_layout(spec, tp)
     if shape.tokens < 1:
@@ -121,27 +129,47 @@ def iteration_graph(
     tokens, precision = shape.tokens, spec.precision
     w = Workload()
     w.graph.update(name=f"{spec.name}-iteration", model=spec.name, phase="iteration", tp=tp, ranks=list(group))
+    # Built in bulk (Workload._add_built): the same vertices, attributes and edges in the same order as
+    # add_compute / add_comm / add_dependency would make them, checked once per distinct vertex (rank 0's and
+    # every collective: the other ranks' vertices hold the same numbers); names are distinct by construction.
+    nodes: list[tuple[str, dict[str, Any]]] = []
+    edges: list[tuple[str, str, dict[str, Any]]] = []
+    checked: list[tuple[str, dict[str, Any]]] = []
     last: dict[str, str | None] = {x: None for x in group}
+    first = group[0]
+    seconds: dict[int, float] = {}  # a calibrated operator's time, once per operator (every rank's is the same)
 
     def compute(x: str, name: str, op: Operator, remote: str = "") -> None:
-        extra: dict[str, Any] = {"kv_tier": remote} if remote else {}
-        if remote == "host":  # the third tier is copied in over PCIe even on a coherent system
-            extra["coherent"] = False
-        if calibration is not None:
-            extra["seconds"] = vertex_seconds([(op, "fwd")], precision, calibration)
         v = f"{x}.{name}"
-        w.add_compute(v, op.fwd_flops, x, precision=precision, mem_bytes=op.fwd_bytes, footprint=0.0,
-                      data=v if remote else f"{x}.local", is_start=last[x] is None, **extra)  # fmt: skip
+        d: dict[str, Any] = {"type": "compute", "flops": op.fwd_flops, "location": x, "precision": precision,
+                             "mem_bytes": op.fwd_bytes, "footprint": 0.0, "is_start": last[x] is None,
+                             "data": v if remote else f"{x}.local"}  # fmt: skip
+        if remote:
+            d["kv_tier"] = remote
+        if remote == "host":  # the third tier is copied in over PCIe even on a coherent system
+            d["coherent"] = False
+        if calibration is not None:
+            t = seconds.get(id(op))
+            if t is None:
+                t = seconds[id(op)] = vertex_seconds([(op, "fwd")], precision, calibration)
+            d["seconds"] = t
+        nodes.append((v, d))
+        if x == first:
+            checked.append((v, d))
         if last[x] is not None:
-            w.add_dependency(last[x], v)
+            edges.append((last[x], v, {"skip_first_iteration": False}))
         last[x] = v
 
     def collective(name: str, nbytes: float, kind: str) -> None:
         if tp == 1:
             return
-        w.add_comm(name, float(nbytes), kind, list(group), algorithm=algorithm)
+        algo = algorithm if algorithm is not None else ALGORITHMS[kind][0]
+        d = {"type": "comm", "bytes": float(nbytes), "kind": kind, "algorithm": algo, "scope": list(group),
+             "is_start": False}  # fmt: skip
+        nodes.append((name, d))
+        checked.append((name, d))
         for x in group:
-            w.add_dependency(last[x], name)
+            edges.append((last[x], name, {"skip_first_iteration": False}))
             last[x] = name
 
     embed = embedding_operators(spec, tokens, tp=tp, phase="prefill")
@@ -151,7 +179,7 @@ def iteration_graph(
         for op in embed:
             compute(x, op.name, op)
     collective("embedding.allreduce", tp_allreduce_bytes(spec, tokens), "allreduce")
-    for i in range(spec.layers):
+    for i in range(spec.layers if layers is None else min(layers, spec.layers)):
         ops = block_operators(spec, tokens, tp=tp, layer=i, context=tokens, phase="prefill", sequences=1)
         for part in ("attn", "mlp"):
             for x in group:
@@ -170,6 +198,11 @@ def iteration_graph(
         for op in head:
             compute(x, op.name, op)
     collective("logits.allgather", shape.sequences * math.ceil(spec.vocab / tp) * spec.bytes_per_value, "allgather")
+    if len(set(group)) != tp:
+        raise HcsimError(f"the TP group {group} repeats an XPU (valid: {tp} distinct XPUs)")
+    for v, d in checked:
+        Workload._check_vertex(v, d)
+    w._add_built(nodes, edges)
     return w
 
 
@@ -220,6 +253,17 @@ class IterationTimer:
     T(top, top) - T(top - W, top - W) is the sum of the two gaps, and :attr:`remote_gap`
     adds the largest of each. The bounds add: an iteration is at most ``bucket_bound +
     remote_gap`` longer.
+
+    Two switches make a shape's run cheaper (``hcsim serve`` turns both on; ``--exact-iterations``
+    off). ``layer_repeat``: every block ends at an idle boundary (its MLP allreduce, which every
+    rank waits for; on one rank its last operator), so from there the run is the block before
+    it shifted in time; the timer simulates the first three blocks and adds ``layers - 3`` times
+    the third block's period, if the second's agrees with it within
+    :data:`LAYER_REPEAT_TOLERANCE`, else it simulates the whole graph (``layer_fallbacks``). Only
+    for models whose blocks are all alike and more than three. ``memoized_rings``: the run goes
+    through :func:`hcsim.fast.simulate` with ``memoize=True`` (ring steps skipped once measured
+    alone on their links; docs/fast-paths.md). Both held within 1e-12 of the exact path
+    (tests/frontends/test_serving_shortcuts.py; measured worst 2.3e-14).
     """
 
     def __init__(
@@ -232,6 +276,8 @@ class IterationTimer:
         calibration: Any = None,
         kv_bucket: int = 1,
         memoize: bool = True,
+        memoized_rings: bool = False,
+        layer_repeat: bool = False,
     ) -> None:
         if isinstance(kv_bucket, bool) or not isinstance(kv_bucket, int) or kv_bucket < 1:
             raise HcsimError(f"--kv-bucket {kv_bucket!r} is invalid (valid: an integer >= 1 token; 1 is exact)")
@@ -241,6 +287,11 @@ class IterationTimer:
             )
         self.spec, self.platform, self.group = spec, os.fspath(platform), list(group)
         self.coherent, self.calibration, self.kv_bucket, self.memoize = coherent, calibration, kv_bucket, memoize
+        self.memoized_rings = memoized_rings
+        # blocks all alike (no MoE/dense mix) and more than the three the repeat simulates
+        alike = len({spec.is_moe_layer(i) for i in range(spec.layers)}) == 1
+        self.layer_repeat = layer_repeat and alike and spec.layers > REPEAT_LAYERS
+        self.layer_fallbacks = 0  # shapes whose layers did not repeat (simulated whole)
         self.memo: dict[IterationShape, float] = {}
         self.gaps: dict[IterationShape, float] = {}
         self.host_gaps: dict[IterationShape, float] = {}
@@ -285,12 +336,35 @@ class IterationTimer:
         return max(self.gaps.values(), default=0.0) + max(self.host_gaps.values(), default=0.0)
 
     def simulate(self, shape: IterationShape) -> float:
-        """One SimGrid run of the shape's graph (no memo)."""
+        """One SimGrid run of the shape's graph (no memo); with ``layer_repeat`` of its first three blocks."""
         self.simulations += 1
-        w = iteration_graph(self.spec, self.group, shape, calibration=self.calibration)
-        run = simulate(self.platform, w, 1, coherent=self.coherent, placement=_kv_tiers,
-                       record_flows=False, record_trace=False, progress=False)  # fmt: skip
-        return run.makespan
+        if self.layer_repeat:
+            t = self._repeated(shape)
+            if t is not None:
+                return t
+            self.layer_fallbacks += 1
+        return self._run(iteration_graph(self.spec, self.group, shape, calibration=self.calibration)).makespan
+
+    def _run(self, w: Workload, trace: bool = False) -> Any:
+        kw: dict[str, Any] = dict(coherent=self.coherent, placement=_kv_tiers, record_flows=False,
+                                  record_trace=trace, progress=False)  # fmt: skip
+        if self.memoized_rings:
+            return fast_simulate(self.platform, w, 1, memoize=True, **kw)
+        return simulate(self.platform, w, 1, **kw)
+
+    def _repeated(self, shape: IterationShape) -> float | None:
+        """Layer repeat: the iteration with its first three blocks in SimGrid, plus ``layers - 3`` times the third
+        block's period, or None if the second and third periods differ (see the class docstring)."""
+        w = iteration_graph(self.spec, self.group, shape, calibration=self.calibration, layers=REPEAT_LAYERS)
+        run = self._run(w, trace=True)
+        # each block ends at an idle boundary: its MLP allreduce (every rank waits for it), or on one rank its add2
+        names = [f"l{i}.mlp.allreduce" if len(self.group) > 1 else f"{self.group[0]}.l{i}.add2" for i in range(3)]
+        ends = {r.vertex: r.end for r in run.trace if r.vertex in names}
+        b0, b1, b2 = (ends[n] for n in names)
+        period = b2 - b1
+        if not abs(period - (b1 - b0)) <= LAYER_REPEAT_TOLERANCE * period:
+            return None
+        return run.makespan + (self.spec.layers - REPEAT_LAYERS) * period
 
     def bucket_bound(self, rate: float, bandwidth: float) -> float:
         """Most seconds the HBM bucket adds to one iteration (0 when exact); ``rate`` FLOP/s, ``bandwidth`` B/s."""
