@@ -127,11 +127,10 @@ class FastPaths:
         rings = MemoizedRings(execution, exact, ledger)
         rings.shared_steps.groups, rings.shared_steps.every_ring = o.shared_group_steps, o.shared_ring_steps
         if o.background and self.raw_network:
-            rings.background = Background(rings)
-            ledger.listen(rings.background)  # before the rings: memory flows are recorded first
+            Background(rings).join()  # it listens before the rings: memory flows are recorded first
         ledger.listen(rings)
         if o.twins and self.raw_network:
-            rings.twins = self.twins_class(rings, late=o.late_twins)
+            self.twins_class(rings, late=o.late_twins).join()
         return [rings, MemoizedRounds(execution, exact, ledger)]
 
     def observers(self, execution: Any) -> Sequence[Any]:
