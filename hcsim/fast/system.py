@@ -242,7 +242,7 @@ def simulate_system(
     ``fast`` sets fold, memoize and repeat where those are not given; ``paths`` as for
     :func:`simulate`. ``coherent=None``
     means :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
-    temporary directory (the tests use it to reuse compiled platforms). ``result.fold``
+    anonymous in-memory file (the tests use it to reuse compiled platforms). ``result.fold``
     is the :class:`~hcsim.fast.folding.Fold` simulated (its ``ranks`` and ``weights``),
     or ``None``. A fold that cannot be proven for this topology (:func:`hcsim.fast.symmetry.fold_system`)
     runs every XPU instead, says why in a :class:`FoldRefused` warning and in ``result.fold_refused``.
