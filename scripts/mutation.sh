@@ -26,7 +26,7 @@ SKIP=${SKIP-string,fstring,decorator}
 PYTEST="$PYTHON -m pytest -x -q -p no:cacheprovider -p no:randomly --no-header -o addopts="
 
 declare -A TESTS=(
-  [hcsim/collectives/plans.py]="tests/engine/test_ring_plan.py"
+  [hcsim/collectives/plans.py]="tests/collectives/test_plans.py tests/engine/test_ring_plan.py"
   [hcsim/platform/compiler.py]="tests/platform/test_compiler_routes.py tests/platform/test_routing.py"
   [hcsim/platform/routing.py]="tests/platform/test_compiler_routes.py tests/platform/test_routing.py"
   [hcsim/fast/ring_steps.py]="tests/engine/test_ring_plan.py"
