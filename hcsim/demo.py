@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
+from contextlib import ExitStack
 from itertools import pairwise
+from typing import Any
 
 from hcsim.errors import HcsimError
-from hcsim.files import atomic_path, check_output_dir, check_output_path
+from hcsim.files import anonymous_file, atomic_path, check_output_dir, check_output_path
 from hcsim.platform import builders
 from hcsim.platform.compiler import compile_platform
 from hcsim.platform.probe import simulate_compute, simulate_transfers
@@ -93,22 +94,30 @@ def _remove(files: list[str], directories: list[str]) -> None:
 def run_demo(xpus: int = 32, out: str = "results/demo") -> int:
     """Build, compile, draw and time the demo systems; the files appear in ``out`` only once all is done.
 
-    The work runs in a temporary directory; its files are then copied into ``out`` (created
-    with its parents if missing), each atomically. If that fails, what was copied and the
-    directories made are removed again, so nothing is left behind.
+    The work writes its files into anonymous files (:func:`hcsim.files.anonymous_file`: on
+    no disk, so a SIGTERM or SIGKILL during it leaves nothing behind); they are then copied
+    into ``out`` (created with its parents if missing), each atomically. If that fails,
+    what was copied and the directories made are removed again.
     """
     check_demo_xpus(xpus)
     check_output_dir(out, "--out")
-    with tempfile.TemporaryDirectory(prefix="hcsim-demo-") as work:
-        status = _run_demo(xpus, work)
-        names = sorted(os.listdir(work))
-        _publish(work, out, names)
+    with ExitStack() as stack:
+        files: dict[str, str] = {}
+
+        def scratch(name: str) -> tuple[Any, str]:
+            f, files[name] = stack.enter_context(anonymous_file(name))
+            return f, files[name]
+
+        status = _run_demo(xpus, scratch)
+        _publish(files, out)
     print(f"wrote {out}/cxl-{xpus}.xml, {out}/noncoherent-{xpus}.xml and {os.path.join(out, f'cxl-{xpus}.png')}")
     return status
 
 
-def _publish(work: str, out: str, names: list[str]) -> None:
-    """Copy ``names`` from ``work`` into ``out``: all of them, or (on failure) none and no new directory."""
+def _publish(files: dict[str, str], out: str) -> None:
+    """Copy ``files`` (name -> a path that reads it) into ``out``: all of them, or (on failure) none and no new
+    directory."""
+    names = sorted(files)
     for name in names:
         check_output_path(os.path.join(out, name), "--out")
     created = []
@@ -122,15 +131,29 @@ def _publish(work: str, out: str, names: list[str]) -> None:
         for name in names:
             target = os.path.join(out, name)
             with atomic_path(target, os.path.splitext(name)[1] or ".tmp") as tmp:
-                shutil.copyfile(os.path.join(work, name), tmp)
+                shutil.copyfile(files[name], tmp)
             written.append(target)
     except BaseException:
         _remove(written, created)
         raise
 
 
-def _run_demo(xpus: int, out: str) -> int:
-    """The demo's work, its files written into ``out`` (a temporary directory); the exit status."""
+def _draw(topo: Topology, f: Any, title: str) -> None:
+    """Draw ``topo`` as :meth:`~hcsim.platform.topology.Topology.draw` saves it, as a PNG into the open file ``f``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = topo.draw(title=title)
+    ax.figure.tight_layout()
+    ax.figure.savefig(f, format="png")
+    f.flush()
+    plt.close(ax.figure)
+
+
+def _run_demo(xpus: int, scratch: Any) -> int:
+    """The demo's work, each file written into ``scratch(name) -> (binary file, its path)``; the exit status."""
     systems = {
         "cxl": builders.cxl_system(xpus, mix="H100"),
         "noncoherent": builders.noncoherent_system(xpus, mix="H100"),
@@ -145,8 +168,8 @@ def _run_demo(xpus: int, out: str) -> int:
     rows = []
     worst = 0.0
     for name, topo in systems.items():
-        path = os.path.join(out, f"{name}-{xpus}.xml")
-        compile_platform(topo, path)
+        f, path = scratch(f"{name}-{xpus}.xml")
+        compile_platform(topo, f)
         router = Router(topo)
         memory = "r00s00.t3_0" if name == "cxl" else "r00s00.dram0"
         for label, flows in scenarios:
@@ -165,9 +188,7 @@ def _run_demo(xpus: int, out: str) -> int:
         if name == "cxl":
             bw = path_bandwidth(topo, router.path(a, b))
             print(f"[demo] {name}: route {a} -> {b}: {' -> '.join(router.path(a, b))} ({bw / 1e9:.0f} GB/s)")
-    picture = os.path.join(out, f"cxl-{xpus}.png")
-    with atomic_path(picture, ".png") as tmp:
-        systems["cxl"].draw(tmp, title=f"Fig. 6(b) CXL system, {xpus} XPUs")
+    _draw(systems["cxl"], scratch(f"cxl-{xpus}.png")[0], f"Fig. 6(b) CXL system, {xpus} XPUs")
 
     print(f"\nhcsim demo: paper Fig. 6 systems with {xpus} H100, timed by SimGrid (raw network model)\n")
     print(f"{'system':<12} {'scenario':<42} {'SimGrid (s)':>13} {'closed form (s)':>16} {'rel. err':>9}  path")

@@ -26,10 +26,11 @@ SKIP=${SKIP-string,fstring,decorator}
 PYTEST="$PYTHON -m pytest -x -q -p no:cacheprovider -p no:randomly --no-header -o addopts="
 
 declare -A TESTS=(
-  [hcsim/collectives/plans.py]="tests/engine/test_ring_plan.py"
+  [hcsim/collectives/plans.py]="tests/collectives/test_plans.py tests/engine/test_ring_plan.py"
   [hcsim/platform/compiler.py]="tests/platform/test_compiler_routes.py tests/platform/test_routing.py"
   [hcsim/platform/routing.py]="tests/platform/test_compiler_routes.py tests/platform/test_routing.py"
   [hcsim/fast/ring_steps.py]="tests/engine/test_ring_plan.py"
+  [hcsim/fast/shared_steps.py]="tests/fast/test_shared_steps.py"
   [hcsim/workload/parallel/schedules.py]="tests/workload/test_parallel.py"
   [hcsim/analysis/queueing.py]="tests/analysis/test_queueing.py"
 )
@@ -39,7 +40,8 @@ declare -A LINES=(
   [hcsim/collectives/plans.py]="46-113"
   [hcsim/platform/compiler.py]="236-310"
   [hcsim/platform/routing.py]="48-54 98-223"
-  [hcsim/fast/ring_steps.py]="186-202 402-535"
+  [hcsim/fast/ring_steps.py]="184-196 386-545"
+  [hcsim/fast/shared_steps.py]="49-81"
   [hcsim/workload/parallel/schedules.py]="33-116"
   [hcsim/analysis/queueing.py]="64-145"
 )
@@ -47,9 +49,11 @@ declare -A LINES=(
 declare -A SELECT=(
   [hcsim/analysis/queueing.py]="not independent_simulation and not 0.95"
   [hcsim/platform/routing.py]="not generated_topologies and not zoned_routes_equal"
+  [hcsim/fast/shared_steps.py]="measured_before"
 )
 ORDER=(hcsim/collectives/plans.py hcsim/platform/compiler.py hcsim/platform/routing.py
-       hcsim/fast/ring_steps.py hcsim/workload/parallel/schedules.py hcsim/analysis/queueing.py)
+       hcsim/fast/ring_steps.py hcsim/fast/shared_steps.py hcsim/workload/parallel/schedules.py
+       hcsim/analysis/queueing.py)
 [ $# -gt 0 ] && ORDER=("$@")
 
 for module in "${ORDER[@]}"; do

@@ -74,8 +74,9 @@ def algorithm(kind: str, name: str) -> Algorithm:
             raise HcsimError(f"collective plug-in {name!r} ({kind}): module {module!r} has no {attr!r}")
         fn = getattr(mod, attr)
         check_signature(fn, f"collective plug-in {name!r} ({kind})")
-        known = TABLE[kind].get(getattr(fn, "__name__", ""))
-        return known if known is not None and known.build is fn else Algorithm(kind, name, fn)
+        table = TABLE[kind]
+        known = next((a for a in map(table.get, table) if a is not None and a.build is fn), None)  # the library's
+        return known if known is not None else Algorithm(kind, name, fn)
     if isinstance(name, str) and name.lower().endswith(".xml"):
         from hcsim.collectives.msccl import read_msccl
 

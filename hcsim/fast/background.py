@@ -21,7 +21,6 @@ import math
 from typing import Any
 
 from hcsim.engine.records import COMM, COPY, REMOTE_ACCESS
-from hcsim.fast.ring_steps import SKIP_END
 
 __all__ = ["Background"]
 
@@ -29,7 +28,9 @@ __all__ = ["Background"]
 class Background:
     """Memory flows in flight, and the ring step skips beside them (see the module docstring).
 
-    A listener of the ledger (before the rings: it records memory flows first).
+    :meth:`join` composes it into its rings: a listener of the ledger (before the rings: it
+    records memory flows first), and the rings' ``launch``, ``start_step``, ``next_step``
+    and ``finish_ring`` extended on their instance.
     """
 
     def __init__(self, rings: Any) -> None:
@@ -40,6 +41,44 @@ class Background:
         self.memory_flows: dict[Any, tuple] = {}
         self.frozen_ring: Any = None
         self._component: tuple[Any, int, list[Any], float] = (None, -1, [], 0.0)
+        # the rings' methods this part extends (join)
+        self._launch_base, self._start_step_base = rings.launch, rings.start_step
+        self._next_step_base, self._finish_ring_base = rings.next_step, rings.finish_ring
+
+    def join(self) -> None:
+        """Compose this part into its rings (call before the rings listen to the ledger)."""
+        rings = self.rings
+        self.ledger.listen(self)
+        rings.launch, rings.start_step = self._launch, self._start_step
+        rings.next_step, rings.finish_ring = self._next_step, self._finish_ring
+
+    # ------------------------------------------------------------------ the rings' methods, extended
+    def _launch(self, v: int, k: int, now: float) -> None:
+        if self.frozen_ring is not None:  # a frozen component thaws before the new ring's flows start
+            self.thaw(self.frozen_ring, now)
+        self._launch_base(v, k, now)
+
+    def _start_step(self, r: Any, now: float, size: int) -> None:
+        """A step starts: a full one takes a snapshot of the memory flows it can meet (:meth:`snapshot`)."""
+        self._start_step_base(r, now, size)
+        full = size == self.execution.flow_plans[r.v].size[0]
+        r.bg_snap = self.snapshot(r, now) if full and self.memory_flows else None
+
+    def _next_step(self, r: Any, now: float, d: float) -> None:
+        """A step that does not let ``r`` skip has ended: freeze its component if it repeats, else the next step."""
+        if r.bg_snap is not None and self.freeze(r, now, d):
+            return
+        self._next_step_base(r, now, d)
+
+    def _finish_ring(self, r: Any, now: float) -> None:
+        self.forget(r)
+        self._finish_ring_base(r, now)
+
+    def timer(self, key: tuple, now: float) -> None:
+        """A background skip ends (unless a flow thawed the component since: then its generation is stale)."""
+        _, r, generation = key
+        if r.frozen is not None and generation == r.skip_generation:
+            self.thaw(r, now)
 
     # ------------------------------------------------------------------ listening
     def flow_started(self, act: Any, key: Any, src: Any, dst: Any, links: frozenset[str], now: float) -> None:
@@ -121,7 +160,7 @@ class Background:
         self.frozen_ring = r
         self.ledger.thaw = self._thaw_frozen
         r.skip_generation += 1
-        self.rings.set_timer(now + m * d, SKIP_END, r, r.skip_generation)
+        self.execution.driver.add_timer(now + m * d, (self, r, r.skip_generation))
         return True
 
     def thaw(self, r: Any, now: float) -> None:

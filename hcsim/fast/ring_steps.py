@@ -101,9 +101,12 @@ class RingRun(VertexRun):
 class MemoizedRings:
     """Runs ring collectives step by step, skipping what repeats (see the module docstring).
 
-    ``twins`` (:class:`~hcsim.fast.twins.Twins`) and ``background``
-    (:class:`~hcsim.fast.background.Background`) are the features handed in by the wing
-    (:class:`~hcsim.fast.system.FastPaths`), or None.
+    Twins (:class:`~hcsim.fast.twins.Twins`) and frozen components
+    (:class:`~hcsim.fast.background.Background`) are parts the wing
+    (:class:`~hcsim.fast.system.FastPaths`) composes in or leaves out: each one's ``join``
+    wraps the methods it extends on this instance (``_new_group``, ``group_step`` and
+    ``group_crossed``; ``launch``, ``start_step``, ``next_step`` and ``finish_ring``), so
+    without them no method here checks for them.
     """
 
     def __init__(self, execution: Any, exact: Any, ledger: LinkLedger) -> None:
@@ -117,8 +120,6 @@ class MemoizedRings:
         # _network_changed visits them; cleared whenever a group or a loose ring starts or ends
         self.sharing: dict[frozenset[str], tuple[tuple[RingGroup, ...], tuple[RingRun, ...]]] = {}
         self.fragile: set[RingRun] = set()  # rings skipping or with virtual flows: told of every flow at once
-        self.twins: Any = None
-        self.background: Any = None
         # steps measured per plan of algorithms that share them across vertices (Algorithm.shared_steps)
         self.shared_steps = SharedSteps(self)
         self.layouts: dict[int, tuple] = {}  # plan id -> what its rings cross (_layout)
@@ -134,9 +135,6 @@ class MemoizedRings:
         return fp
 
     def launch(self, v: int, k: int, now: float) -> None:
-        thaw = self.ledger.thaw
-        if thaw is not None:  # a frozen component thaws before the new ring's flows start, not in the middle of them
-            thaw(now)
         x = self.execution
         fp = x.flow_plans[v]
         if fp.steps == 0:
@@ -225,10 +223,6 @@ class MemoizedRings:
             if generation == r.step_generation and not r.real_left and r in self.rings:
                 self._step_done(r, now)
             return
-        if r.frozen is not None:  # a background skip ends (unless an interruption thawed it already)
-            if generation == r.skip_generation:
-                self.background.thaw(r, now)
-            return
         if generation != r.skip_generation or r.skip is None:
             return  # cancelled by an interruption
         _, _, left = r.skip
@@ -239,22 +233,14 @@ class MemoizedRings:
 
     # ------------------------------------------------------------------ groups
     def _new_group(self, layout: tuple, r: RingRun, routes: list[Route]) -> RingGroup:
-        """A group for ``r``'s layout; its twin classes (if twins are on) form now where other traffic is over."""
-        group = RingGroup(layout, r.links, len(routes))
-        twins = self.twins
-        if twins is not None:
-            group.dormant = list(twins.classes_of(layout, r, routes))
-            if group.dormant:
-                twins.form(group, None)
-        return group
+        """A group for ``r``'s layout (the twins part, composed in, adds the layout's twin classes)."""
+        return RingGroup(layout, r.links, len(routes))
 
     def finish_ring(self, r: RingRun, now: float) -> None:
         """Ring ``r`` is over: it leaves the rings in progress, its links and its group; its vertex execution ends."""
         self.rings.remove(r)
         self.ledger.vacate(r.links)
         self.fragile.discard(r)
-        if self.background is not None:
-            self.background.forget(r)
         group = r.group
         if group is None:
             self.loose.remove(r)
@@ -353,15 +339,16 @@ class MemoizedRings:
                 tuple(r for r in self.loose if not links.isdisjoint(r.links)),
             )
         for other in sharing[0]:
-            if other is group:
-                continue
-            if other.class_links and not links.isdisjoint(other.class_links):
-                self.twins.break_(other, now)
-            for r in list(other.rings):
-                self._outside(r, now, links, change)
+            if other is not group:
+                self.group_crossed(other, now, links, change)
         for r in sharing[1]:
             if r is not owner:
                 self._outside(r, now, links, change)
+
+    def group_crossed(self, group: RingGroup, now: float, links: frozenset[str], change: int) -> None:
+        """A flow from outside ``group`` started (+1) or ended (-1) on ``links``, which its rings' links meet."""
+        for r in list(group.rings):
+            self._outside(r, now, links, change)
 
     def _outside(self, r: RingRun, now: float, links: frozenset[str], change: int) -> None:
         """A flow from outside ``r``'s group started (+1) or ended (-1)."""
@@ -464,12 +451,9 @@ class MemoizedRings:
                     if o.virtual_count and g not in o.real and o.rep[g] == g:
                         self._materialize(o, g, now)
         group = r.group
-        if group is not None and group.dormant:
-            self.twins.form(group, now)
         busy = r.busy
         if group is not None:
-            busy = busy | group.others_busy(r)
-            r.quiet_mark = group.mark(r)
+            busy = busy | self.group_step(group, r, now)
         reps = r.reps
         if r.disjoint:
             real = {f for f in reps if f in busy or f in r.unmeasured}
@@ -499,8 +483,11 @@ class MemoizedRings:
             self.launch_flow(r, f, size, now)
         if not real:
             self.set_timer(r.virtual_end, VIRTUAL_END, r, r.step_generation)
-        bg = self.background
-        r.bg_snap = bg.snapshot(r, now) if bg is not None and size == fp.size[0] and bg.memory_flows else None
+
+    def group_step(self, group: RingGroup, r: RingRun, now: float) -> set[int]:
+        """``r`` of ``group`` starts a step: its quiet mark, and the flows another ring of the group has in flight."""
+        r.quiet_mark = group.mark(r)
+        return group.others_busy(r)
 
     def _step_done(self, r: RingRun, now: float) -> None:
         r.real, r.virtual_count = set(), 0
@@ -524,8 +511,10 @@ class MemoizedRings:
         if last:
             self.finish_ring(r, now)
             return
-        if r.bg_snap is not None and self.background.freeze(r, now, d):
-            return
+        self.next_step(r, now, d)
+
+    def next_step(self, r: RingRun, now: float, d: float) -> None:
+        """A step of ``d`` that does not let ``r`` skip has ended: start the next one (the background part may skip)."""
         self.mark_fragile(r)
         self.start_step(r, now, self.execution.flow_plans[r.v].size[0])
 

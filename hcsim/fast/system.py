@@ -127,11 +127,10 @@ class FastPaths:
         rings = MemoizedRings(execution, exact, ledger)
         rings.shared_steps.groups, rings.shared_steps.every_ring = o.shared_group_steps, o.shared_ring_steps
         if o.background and self.raw_network:
-            rings.background = Background(rings)
-            ledger.listen(rings.background)  # before the rings: memory flows are recorded first
+            Background(rings).join()  # it listens before the rings: memory flows are recorded first
         ledger.listen(rings)
         if o.twins and self.raw_network:
-            rings.twins = self.twins_class(rings, late=o.late_twins)
+            self.twins_class(rings, late=o.late_twins).join()
         return [rings, MemoizedRounds(execution, exact, ledger)]
 
     def observers(self, execution: Any) -> Sequence[Any]:
@@ -243,7 +242,7 @@ def simulate_system(
     ``fast`` sets fold, memoize and repeat where those are not given; ``paths`` as for
     :func:`simulate`. ``coherent=None``
     means :func:`is_coherent`. ``compile(topology) -> path`` replaces compiling into a
-    temporary directory (the tests use it to reuse compiled platforms). ``result.fold``
+    anonymous in-memory file (the tests use it to reuse compiled platforms). ``result.fold``
     is the :class:`~hcsim.fast.folding.Fold` simulated (its ``ranks`` and ``weights``),
     or ``None``. A fold that cannot be proven for this topology (:func:`hcsim.fast.symmetry.fold_system`)
     runs every XPU instead, says why in a :class:`FoldRefused` warning and in ``result.fold_refused``.

@@ -55,6 +55,35 @@ class Twins:
         self.rings, self.late = rings, late
         self.execution, self.ledger = rings.execution, rings.ledger
         self.classes: dict[tuple, list[TwinClass]] = {}  # layout -> its classes of two flows or more
+        # the rings' methods this part extends (join)
+        self._new_group_base, self._group_step_base = rings._new_group, rings.group_step
+        self._group_crossed_base = rings.group_crossed
+
+    def join(self) -> None:
+        """Compose this part into its rings: new groups get their classes, steps form them, crossings break them."""
+        rings = self.rings
+        rings._new_group, rings.group_step, rings.group_crossed = self._new_group, self._group_step, self._group_crossed
+
+    def _new_group(self, layout: tuple, r: Any, routes: list[Route]) -> RingGroup:
+        """A group for ``r``'s layout with the layout's twin classes, those no other flow can cross in force now."""
+        group = self._new_group_base(layout, r, routes)
+        group.dormant = list(self.classes_of(layout, r, routes))
+        if group.dormant:
+            self.form(group, None)
+        return group
+
+    def _group_step(self, group: RingGroup, r: Any, now: float) -> set[int]:
+        """A ring of ``group`` starts a step: dormant classes form where they can, before it reads the group."""
+        if group.dormant:
+            self.form(group, now)
+        return self._group_step_base(group, r, now)
+
+    def _group_crossed(self, group: RingGroup, now: float, links: frozenset[str], change: int) -> None:
+        """A flow from outside ``group`` on ``links``: if it crosses a class's links, the classes break first."""
+        class_links = group.class_links
+        if class_links and not links.isdisjoint(class_links):
+            self.break_(group, now)
+        self._group_crossed_base(group, now, links, change)
 
     def users(self) -> LinkUsers | None:
         """What the plans may put on each link (the ledger's, read once); None: too much to read, no twins."""

@@ -11,8 +11,8 @@ docs/sweeps.md, "Spec".
 from __future__ import annotations
 
 import os
-import tempfile
 import time
+from contextlib import ExitStack
 from typing import Any
 
 from hcsim.files import anonymous_file
@@ -65,7 +65,7 @@ def allreduce(
 
 
 _PLATFORMS: dict[tuple, str] = {}  # compiled platforms of this process, by what built them
-_PLATFORM_DIR: Any = None
+_PLATFORM_FILES = ExitStack()  # their anonymous files, open while the process lives (the kernel frees them)
 
 
 def _fat_tree_for(xpus: int):  # noqa: ANN202
@@ -89,15 +89,16 @@ def _collective_topology(system: str, xpus: int, mix: str, cxl_bandwidth: str, c
 
 
 def _compiled(key: tuple, topo) -> str:  # noqa: ANN001
-    """A platform file for ``topo``, compiled once per process (sweeps run many sizes on one system)."""
-    global _PLATFORM_DIR
+    """A platform file for ``topo``, compiled once per process (sweeps run many sizes on one system).
+
+    An anonymous file (:func:`hcsim.files.anonymous_file`), kept open while the process
+    lives: a sweep point killed by SIGTERM or SIGKILL leaves nothing on disk.
+    """
     if key not in _PLATFORMS:
         from hcsim.platform import compile_platform
 
-        if _PLATFORM_DIR is None:
-            _PLATFORM_DIR = tempfile.TemporaryDirectory(prefix="hcsim-collective-")
-        path = os.path.join(_PLATFORM_DIR.name, f"p{len(_PLATFORMS)}.xml")
-        compile_platform(topo, path)
+        f, path = _PLATFORM_FILES.enter_context(anonymous_file(f"p{len(_PLATFORMS)}.xml"))
+        compile_platform(topo, f)
         _PLATFORMS[key] = path
     return _PLATFORMS[key]
 

@@ -171,6 +171,17 @@ def test_register_refuses_a_builtin_name_unless_replace() -> None:
     register("allgather", "plugin_twice_test")(ring)
 
 
+@pytest.mark.parametrize(
+    ("kind", "function"),
+    [("allreduce", "ring_allreduce"), ("reduce_scatter", "ring_reduce_scatter"), ("allgather", "ring_allgather")],
+)
+def test_a_library_function_named_as_a_plugin_is_the_library_algorithm(kind: str, function: str) -> None:
+    """``module:function`` naming one of hcsim's own functions is that algorithm (its plan, its fast path),
+    whatever its Python name (the ring allreduce's is ``ring_allreduce``: ``hcsim.ring`` is the topology)."""
+    found = algorithm(kind, f"hcsim.collectives.algorithms.ring:{function}")
+    assert found is algorithm(kind, "ring") and found.ring and found.plan is not None
+
+
 def test_register_refuses_a_wrong_signature() -> None:
     def two(ranks: list[str], nbytes: float) -> None: ...
 

@@ -72,3 +72,30 @@ def test_every_ring_algorithm_shares_steps_when_asked(setting: str) -> None:
     assert on.makespan == pytest.approx(exact.makespan, rel=5e-5)  # measured 2.0e-5 (100 us; the same switched off)
     assert on.activities < off.activities - 1000  # measured 6176 against 7456
     assert on.activities + on.memoized_flows == off.activities + off.memoized_flows == exact.activities
+
+
+@pytest.mark.parametrize("twins", [False, True], ids=["twins off", "twins on"])
+def test_a_ring_of_a_plan_measured_before_runs_no_flow(twins: bool) -> None:
+    """The next iteration's ring has the plan whose full step the first one measured alone: it skips every step.
+
+    A 16 MiB ring allreduce on a star of 8, two iterations: the second ring starts on quiet
+    links, so it runs nothing in SimGrid (as many activities as one iteration alone), where
+    the step-by-step memo (``shared_ring_steps`` off) runs its first step again (twice as
+    many). This is the case where the plan's key in ``SharedSteps.known`` matters.
+    """
+    from hcsim.platform import star
+    from hcsim.workload.builders import allreduce_benchmark
+
+    def work(ranks, group):
+        return allreduce_benchmark(ranks, 16 * 2**20, "ring", group)
+
+    switches = dict(memoize=True, twins=twins, shared_ring_steps=True, progress=False)
+    one = simulate_system(star(8), work, 1, **switches)
+    two = simulate_system(star(8), work, 2, **switches)
+    off = simulate_system(star(8), work, 2, **{**switches, "shared_ring_steps": False})
+    exact = simulate_system(star(8), work, 2, progress=False)
+    assert two.activities == one.activities  # measured 8 (twins off) and 1 (one representative)
+    assert off.activities == 2 * one.activities
+    assert two.activities + two.memoized_flows == off.activities + off.memoized_flows == exact.activities
+    assert two.makespan == pytest.approx(off.makespan, rel=1e-12)  # measured 6e-16
+    assert two.makespan == pytest.approx(exact.makespan, rel=1e-12)  # measured 4e-16 (a star: one hop class)

@@ -69,7 +69,7 @@ def ring_schedule(
 
 
 @register("allreduce", "ring", default=True, plan=ring_plan, ring=True)
-def ring(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
+def ring_allreduce(ranks: list[str], nbytes: float, view: TopologyView) -> Schedule:
     """Ring allreduce: reduce-scatter + allgather, 2(N-1) steps of S/N."""
     n = len(ranks)
     return ring_schedule("allreduce", ranks, nbytes, reduce_scatter_phases(n) + allgather_phases(n))

@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.files import anonymous_file
 from hcsim.frontends.cluster.cluster import Cluster
 from hcsim.frontends.cluster.jobs import Job, Trace
 from hcsim.frontends.cluster.placement import Placement, placement
@@ -110,7 +110,7 @@ def simulate_cluster(
     """Schedule ``jobs`` on the cluster of ``topology`` and run them on its platform in SimGrid.
 
     ``policy_name`` is one policy for all partitions or one per partition; ``platform``
-    is the topology's compiled XML (compiled into a temporary file when omitted).
+    is the topology's compiled XML (compiled into an anonymous in-memory file when omitted).
 
     Two 8-GPU jobs on one 8-GPU server run one after the other under FCFS::
 
@@ -146,9 +146,8 @@ def simulate_cluster(
     show = sys.stderr.isatty() if progress is None else progress
     names = ("/".join(sorted({pol.name for pol in policies.values()})), placement_name)
     if platform is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "cluster.xml")
-            compile_platform(topology, path)
+        with anonymous_file("cluster.xml") as (f, path):  # on no disk: a SIGTERM or SIGKILL leaves nothing behind
+            compile_platform(topology, f)
             return run_isolated(_simulate, path, cluster, job_list, policies, place, migration, overhead, show, names)
     return run_isolated(
         _simulate, os.fspath(platform), cluster, job_list, policies, place, migration, overhead, show, names
