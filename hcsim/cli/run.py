@@ -527,6 +527,8 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     calibrated = {}
     if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
         calibrated["calibration"] = calib
+        if args.fast:  # TP slices share one compute vertex (training_graph's tp_quotient; not the paper's studies)
+            calibrated["tp_quotient"] = True
     # collectives: NCCL's rings under the calibration on a DGX (docs/collectives.md), the ideal ring otherwise
     default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
     args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default

@@ -105,8 +105,10 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
     xpus = sorted(set(result.compute) | set(result.comm) | set(result.stall))
     k = result.iterations
     per = {"compute": 0.0, "communication": 0.0, "exposed_communication": 0.0, "memory_stall": 0.0}
+    stand_in = result.graph.get("compute_stand_in") or {}  # a TP quotient: a slice computes as slice 0
     for x in xpus:
-        c, m, s = result.compute.get(x, []), result.comm.get(x, []), result.stall.get(x, [])
+        y = stand_in.get(x, x)
+        c, m, s = result.compute.get(y, []), result.comm.get(x, []), result.stall.get(y, [])
         per["compute"] += union_length(c)
         per["communication"] += union_length(m)
         per["exposed_communication"] += minus_length(m, c)
