@@ -52,7 +52,10 @@ def union_length(intervals: list[tuple[float, float]]) -> float:
 
 def minus_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
     """Length of union(a) not covered by union(b)."""
-    ua, ub = _union(a), _union(b)
+    return _minus(_union(a), _union(b))
+
+
+def _minus(ua: list[tuple[float, float]], ub: list[tuple[float, float]]) -> float:
     total, j = 0.0, 0
     for s, e in ua:
         covered = 0.0
@@ -135,13 +138,16 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
     k = result.iterations
     per = {"compute": 0.0, "communication": 0.0, "exposed_communication": 0.0, "memory_stall": 0.0}
     stand_in = result.graph.get("compute_stand_in") or {}  # a TP quotient: a slice computes as slice 0
+    unions: dict[str, list[tuple[float, float]]] = {}  # each XPU's compute, merged once
     for x in xpus:
         y = stand_in.get(x, x)
-        c, m, s = result.compute.get(y, []), result.comm.get(x, []), result.stall.get(y, [])
-        per["compute"] += union_length(c)
-        per["communication"] += union_length(m)
-        per["exposed_communication"] += minus_length(m, c)
-        per["memory_stall"] += union_length(s)
+        if y not in unions:
+            unions[y] = _union(result.compute.get(y, []))
+        c, m = unions[y], _union(result.comm.get(x, []))
+        per["compute"] += sum(b - a for a, b in c)
+        per["communication"] += sum(b - a for a, b in m)
+        per["exposed_communication"] += _minus(m, c)
+        per["memory_stall"] += union_length(result.stall.get(y, []))
     n = max(len(xpus), 1)
     per_iteration = {key: value / n / k for key, value in per.items()}
     batches = result.graph.get("batches_per_iteration", 1)
