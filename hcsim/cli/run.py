@@ -319,6 +319,10 @@ def main(args: argparse.Namespace) -> int:
                 "memory, so each operator's data stays in its XPU's memory, its capacity not checked "
                 "(--placement local; --placement spill refuses what does not fit)"
             )
+        if training and args.fast and calib is not None and placement is all_local:
+            # TP slices share one compute vertex (training_graph's tp_quotient): calibrated fast runs whose data
+            # stays in HBM only (no memory flows that differ by slice), so never the paper's studies
+            workload.options["tp_quotient"] = True
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(
@@ -527,8 +531,6 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
     calibrated = {}
     if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
         calibrated["calibration"] = calib
-        if args.fast:  # TP slices share one compute vertex (training_graph's tp_quotient; not the paper's studies)
-            calibrated["tp_quotient"] = True
     # collectives: NCCL's rings under the calibration on a DGX (docs/collectives.md), the ideal ring otherwise
     default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
     args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default

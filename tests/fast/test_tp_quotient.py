@@ -87,20 +87,28 @@ def test_without_tp_the_graph_is_unchanged() -> None:
     assert "compute_stand_in" not in a.graph
 
 
-@pytest.mark.parametrize(
-    ("flags", "on"), [(("dgx-h100", "--fast"), True), (("dgx-h100",), False), (("ideal", "--fast"), False)]
-)
-def test_only_calibrated_fast_cli_runs_turn_it_on(tmp_path, monkeypatch, flags: tuple, on: bool) -> None:
+CLI_CASES = {  # (system, flags, on): calibrated --fast runs whose data stays in HBM only
+    "dgx calibrated fast": ("dgx-h100", ("--calibration", "dgx-h100", "--fast"), True),
+    "dgx calibrated exact": ("dgx-h100", ("--calibration", "dgx-h100"), False),
+    "dgx ideal fast": ("dgx-h100", ("--calibration", "ideal", "--fast"), False),
+    "dgx calibrated fast, spill allowed": ("dgx-h100", ("--calibration", "dgx-h100", "--fast", "--allow-spill"), False),
+    "cxl calibrated fast (spills to CXL)": ("cxl", ("--calibration", "dgx-h100", "--fast"), False),
+}
+
+
+@pytest.mark.parametrize("case", list(CLI_CASES))
+def test_only_calibrated_fast_cli_runs_in_hbm_turn_it_on(tmp_path, monkeypatch, case: str) -> None:
     import hcsim.cli.run as cli_run
 
+    system, flags, on = CLI_CASES[case]
     built: list[TrainingWorkload] = []
     original = cli_run._training_workload
     monkeypatch.setattr(cli_run, "_training_workload", lambda *a: built.append(original(*a)) or built[-1])
     config = tmp_path / "config.json"
     config.write_text(json.dumps(CONFIG))
-    status, out, err = run_here("run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--precision",
-                                "fp8", "--parallel", "tp=4,pp=2", "--micro-batch", "1", "--microbatches", "2",
-                                "--sequence", "1024", "--json", "--calibration", *flags)  # fmt: skip
+    status, out, err = run_here("run", "--system", system, "--xpus", "16", "--model", config, "--precision", "fp8",
+                                "--parallel", "tp=4,pp=2", "--micro-batch", "1", "--microbatches", "2",
+                                "--sequence", "1024", "--json", *flags)  # fmt: skip
     assert status == 0, err
     assert built[0].options.get("tp_quotient", False) is on
     assert json.loads(out)["tokens_per_s_per_gpu"] > 0
