@@ -327,6 +327,10 @@ def main(args: argparse.Namespace) -> int:
                 "memory, so each operator's data stays in its XPU's memory, its capacity not checked "
                 "(--placement local; --placement spill refuses what does not fit)"
             )
+        if training and args.fast and calib is not None and placement is all_local:
+            # TP slices share one compute vertex (training_graph's tp_quotient): calibrated fast runs whose data
+            # stays in HBM only (no memory flows that differ by slice), so never the paper's studies
+            workload.options["tp_quotient"] = True
         rates.update({x: topo.nodes[x]["fp32_flops"] for x in topo.xpus()})
         if args.fast and not training and (args.model or args.workload not in DATA_PARALLEL):
             raise HcsimError(

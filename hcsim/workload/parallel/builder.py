@@ -19,7 +19,6 @@ Guide: docs/parallelism.md, "The graph".
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -87,6 +86,7 @@ def training_graph(
     calibration: Any = None,
     pipeline_split: Any = None,
     tp_comm_overlap: bool = False,
+    tp_quotient: bool = False,
 ) -> Workload:
     """One training iteration of ``spec`` (a :class:`~hcsim.workload.models.TransformerSpec`) on ``xpus``.
 
@@ -133,6 +133,12 @@ def training_graph(
 
     ``tp_comm_overlap`` (with ``sequence_parallel``): a dense block half's TP collectives run beside
     the GEMMs they overlap, as Megatron-Core's ``--tp-comm-overlap`` (TE userbuffers; :mod:`.tp_overlap`).
+
+    ``tp_quotient`` (a fast-path switch, off by default): the TP slices of a stage run the same
+    compute, so each block's compute vertex is built once, on slice 0, and sits in every slice's
+    chain (its predecessors and successors are all slices'); the collectives and p2p keep every
+    slice's flows. ``w.graph["compute_stand_in"]`` maps each other slice to slice 0. Exact where
+    every slice's compute takes the same time (docs/fast-paths.md, "TP quotient").
     """
     if calibration is not None:
         operators = True
@@ -144,7 +150,7 @@ def training_graph(
     full_dp = layout.dp
     full_layout = layout
     if full != len(xpus):
-        layout, mapping, view = _representatives(layout, len(xpus)), list(xpus), None
+        layout, mapping, view = layout.representatives(len(xpus)), list(xpus), None
     if microbatches is None:
         microbatches = 2 * layout.pp if layout.pp > 1 else 1
     for what, value in (("microbatches", microbatches), ("micro_batch", micro_batch)):
@@ -198,6 +204,7 @@ def training_graph(
             full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch, split=split,
         )  # fmt: skip
         builder.gather_forward = overlap_param_gather
+        builder.tp_quotient = bool(tp_quotient)
         builder.tp_overlap = bool(tp_comm_overlap) and layout.tp > 1
         builder.calibration = calibration  # the optimizer step's time (GradientSync); none in the ideal model
         w = builder.build(name or f"{spec.name}-{shown}")
@@ -222,6 +229,9 @@ def training_graph(
         w.graph["pipeline_split"] = split.describe()
     if full != len(xpus):  # a folded run: what the report says it stands for
         w.graph.update(folded_ranks=len(xpus), folded_xpus=full)
+    if tp_quotient and layout.tp > 1:  # each TP slice's compute is slice 0's (the report reads it there)
+        w.graph["compute_stand_in"] = {grid.xpu(d, p, t): grid.xpu(d, p, 0) for d in range(layout.replicas)
+                                       for p in range(layout.pp) for t in range(1, layout.tp)}  # fmt: skip
     return w
 
 
@@ -246,18 +256,6 @@ def _calibrated_seconds(w: Workload, calibration: Any, precision: str) -> None:
         if t is None:
             t = known[key] = vertex_seconds(ops, p, calibration)
         d["seconds"] = t
-
-
-def _representatives(layout: Layout, kept: int) -> Layout:
-    """The layout of ``kept`` representative XPUs of ``layout``'s system: fewer replicas, whole EP groups."""
-    per_unit = layout.tp * layout.pp * math.lcm(layout.ep, layout.cp)
-    if kept % per_unit or kept > layout.ranks:
-        what = "tp x pp x lcm(ep, cp)" if layout.cp > 1 else "tp x pp x ep"
-        raise HcsimError(
-            f"a folded run of layout {layout} has {kept} representative XPUs (valid: whole units of "
-            f"{what} = {per_unit} XPUs, at most {layout.ranks})"
-        )
-    return replace(layout, dp=kept // (layout.tp * layout.pp * layout.cp))
 
 
 class _Builder(GradientSync):
@@ -334,6 +332,7 @@ class _Builder(GradientSync):
         self.fsdp = fsdp  # ZeRO-3 gathers and reduce-scatters every microbatch
         self.tp_overlap, self.calibration, self._plans = False, None, {}  # TP overlap pieces (.tp_overlap)
         self.gather_forward = False  # ZeRO-1/2 parameter all-gathers in the next forward (overlap_param_gather)
+        self.tp_quotient = False  # one compute vertex per TP group, on slice 0, in every slice's chain
         self.uses: dict[tuple, list[tuple[str, str, int, str]]] = {}  # (d, p, t) -> (unit, pass, mb, first vertex)
         self.bwd_last: dict[tuple, str] = {}  # (d, p, t, unit, mb) -> the unit's last backward vertex
         self._use_index: dict[tuple, dict] = {}
@@ -409,6 +408,7 @@ class _Builder(GradientSync):
 
         link = append
         nodes, precision = self.nodes, self.precision
+        quotient = self.tp_quotient and lay.tp > 1
 
         def step_compute(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int, piece=None) -> None:  # noqa: ANN001
             if piece is not None:  # a piece of a half cut for TP overlap (.tp_overlap)
@@ -419,7 +419,7 @@ class _Builder(GradientSync):
             if backward and part.recompute_flops and piece is None:
                 flops += part.recompute_flops
                 mem += part.recompute_bytes
-            for t, xpu in enumerate(ranks):
+            for t, xpu in enumerate(ranks[:1] if quotient else ranks):
                 vertex = f"{xpu}/{tag}"
                 block = f"{xpu}/{unit}"
                 footprint = 0.0
@@ -438,8 +438,9 @@ class _Builder(GradientSync):
                     d["seconds"] = piece.seconds
                 if check and t == 0:
                     Workload._check_vertex(vertex, d)
-                append(t, vertex)
-                last_compute[t] = vertex
+                for u in range(lay.tp) if quotient else (t,):  # TP quotient: slice 0's vertex in every chain
+                    append(u, vertex)
+                    last_compute[u] = vertex
 
         def step_tp(tag: str, kind: str | None, fraction: float = 1.0, beside: list | None = None) -> None:
             if kind is None or lay.tp == 1:

@@ -23,8 +23,9 @@ Guide: docs/parallelism.md, "Layout and rank mapping"; docs/training-features.md
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
@@ -132,6 +133,17 @@ class Layout:
                 f"layout {self}: {spec.name} has {experts} experts, not divisible by ep={self.ep} "
                 f"(valid: ep dividing {experts})"
             )
+
+    def representatives(self, kept: int) -> Layout:
+        """The layout of ``kept`` representative XPUs of this layout's system: fewer replicas, whole EP groups."""
+        per_unit = self.tp * self.pp * math.lcm(self.ep, self.cp)
+        if kept % per_unit or kept > self.ranks:
+            what = "tp x pp x lcm(ep, cp)" if self.cp > 1 else "tp x pp x ep"
+            raise HcsimError(
+                f"a folded run of layout {self} has {kept} representative XPUs (valid: whole units of "
+                f"{what} = {per_unit} XPUs, at most {self.ranks})"
+            )
+        return replace(self, dp=kept // (self.tp * self.pp * self.cp))
 
 
 #: the named pipeline splits (an explicit one is a ``(first, last)`` pair of layer counts, either may be None)
