@@ -30,16 +30,9 @@ from hcsim.workload.builders import _gc_paused
 from hcsim.workload.graph import ALGORITHMS, Workload
 from hcsim.workload.models import ops
 from hcsim.workload.models.precision import training_precision
+from hcsim.workload.parallel import costs
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
-from hcsim.workload.parallel.costs import (
-    Part,
-    UnitCost,
-    block_cost,
-    check_recompute,
-    fold,
-    layer_recompute,
-    state_bytes,
-)
+from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, state_bytes
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
@@ -111,7 +104,7 @@ def training_graph(
     chunks per rank: Megatron's interleaved 1F1B); ``precision``: a training precision
     (:mod:`hcsim.workload.models.precision`: fp32, fp16, bf16, fp8; default the spec's,
     as before) with ``grad_reduce_in_fp32``, ``fp8_param_gather`` and ``optimizer_dtype``; ``recompute``:
-    "none", "selective", "full" or "selective:MODULES" (:func:`.costs.block_cost`); ``operators``: each compute
+    "none", "selective", "full", "full:N" or "selective:MODULES" (:mod:`.costs`); ``operators``: each compute
     vertex carries ``ops``, its ``(Operator, pass)`` pairs (one tuple shared by all copies);
     ``zero3_every_microbatch`` (with ``zero=3``): FSDP as Megatron-FSDP and PyTorch FSDP run
     it with gradient accumulation: every microbatch all-gathers each unit's parameters
@@ -308,9 +301,8 @@ class _Builder(GradientSync):
                     units.append(("emb", fold(ops.embedding_operators(spec, tokens, tp=tp, **side_extra)), "embedding"))
                 for index, layer in enumerate(split.layers(p, c)):
                     block = ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_extra)
-                    mode = self.unit_recompute[f"L{layer}"] = layer_recompute(recompute, index)
-                    cost = block_cost(block, mode) if mode != "none" else block_cost(block)
-                    units.append((f"L{layer}", cost, "block"))
+                    mode = self.unit_recompute[f"L{layer}"] = costs.layer_recompute(recompute, index)
+                    units.append((f"L{layer}", block_cost(block, mode), "block"))
                 if virtual == layout.pp * vp - 1:
                     units.append(("head", fold(ops.head_operators(spec, tokens, tp=tp, **side_extra)), "head"))
                 stage.append(units)
