@@ -220,13 +220,10 @@ def main(args: argparse.Namespace) -> int:
         return w
 
     calib = load_calibration(args.calibration)  # None: the ideal model
-    if args.attention_backend is not None and (args.model and not args.inference):
-        if calib is None:
-            raise HcsimError(
-                f"--attention-backend {args.attention_backend} needs a calibration, the ideal model has no attention "
-                "kernel (valid: --calibration dgx-h100, dgx-a100 or a YAML, or leave --attention-backend out)"
-            )
-        calib = calib.with_attention(args.attention_backend)
+    if args.attention_backend is not None and calib is None and args.model and not args.inference:
+        raise HcsimError(f"--attention-backend {args.attention_backend} needs a calibration, the ideal model has no "
+                         "attention kernel (valid: --calibration dgx-h100, dgx-a100, a YAML, or drop it)")  # fmt: skip
+    calib = calib.with_attention(args.attention_backend or "auto") if calib is not None else None
     training = bool(args.model) and not args.inference
     if not training:
         for flag, value in (("--precision", args.precision), ("--zero", args.zero)):

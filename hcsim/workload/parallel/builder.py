@@ -30,9 +30,9 @@ from hcsim.workload.builders import _gc_paused
 from hcsim.workload.graph import ALGORITHMS, Workload
 from hcsim.workload.models import ops
 from hcsim.workload.models.precision import training_precision
-from hcsim.workload.parallel import costs
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
 from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, state_bytes
+from hcsim.workload.parallel.costs import layer_recompute as block_mode
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
@@ -301,7 +301,7 @@ class _Builder(GradientSync):
                     units.append(("emb", fold(ops.embedding_operators(spec, tokens, tp=tp, **side_extra)), "embedding"))
                 for index, layer in enumerate(split.layers(p, c)):
                     block = ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_extra)
-                    mode = self.unit_recompute[f"L{layer}"] = costs.layer_recompute(recompute, index)
+                    mode = self.unit_recompute[f"L{layer}"] = block_mode(recompute, index)
                     units.append((f"L{layer}", block_cost(block, mode), "block"))
                 if virtual == layout.pp * vp - 1:
                     units.append(("head", fold(ops.head_operators(spec, tokens, tp=tp, **side_extra)), "head"))
