@@ -26,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -40,7 +41,15 @@ DEFAULT_OUT = os.path.join(REPO, "docs", "results", "validation.md")
 IDEAL = "ideal"
 
 #: The CSV's model spellings whose hcsim preset is not simply the lower-cased name.
-MODEL_ALIASES = {"llama3.1-405b": "llama3-405b"}
+MODEL_ALIASES = {
+    "llama3.1-8b": "llama3-8b",  # LLaMA 3.1 keeps LLaMA 3's shapes (HF configs); only RoPE scaling differs
+    "llama3.1-70b": "llama3-70b",
+    "llama3.1-405b": "llama3-405b",
+    "nemotron4-15b": "nemotron-15b",
+    "nemotron4-340b": "nemotron-340b",
+    "qwen3-30b-a3b": "qwen3-30b-a3b",
+    "qwen3-235b-a22b": "qwen3-235b-a22b",
+}
 #: The CSV's precision column to hcsim's --precision (FP8-CS: FP8 with current scaling; still FP8 GEMMs).
 PRECISIONS = {"fp8": "fp8", "fp8-cs": "fp8", "fp8-ds": "fp8", "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 #: A row's published recipe settings that the CSV has no column for, as ``hcsim run`` flags, each with its
@@ -209,8 +218,16 @@ def read_rows(path: str) -> list[Row]:
 
 
 def preset_name(model: str, presets: Sequence[str] | None = None) -> str:
-    """The hcsim preset of the CSV's model spelling (LLAMA3.1-405B -> llama3-405b, GPT3-5B -> gpt3-5b)."""
-    key = model.strip().lower()
+    """The hcsim preset of the CSV's model spelling (LLAMA3.1-405B -> llama3-405b, GPT3-5B -> gpt3-5b).
+
+    The published tables spell one model several ways (``LLAMA3_8B``, ``GPT OSS 120B``, ``Qwen3_30B_a3B
+    (tokendrop)``): case, ``_`` and spaces are folded to ``-`` and a trailing parenthesised note dropped.
+
+    >>> preset_name("Qwen3_30B_a3B (tokendrop)"), preset_name("GPT OSS 120B"), preset_name("LLAMA3.1_70B")
+    ('qwen3-30b-a3b', 'gpt-oss-120b', 'llama3-70b')
+    """
+    key = re.sub(r"\s*\([^)]*\)\s*$", "", model.strip()).lower()
+    key = re.sub(r"[\s_]+", "-", key)
     key = MODEL_ALIASES.get(key, key)
     if presets is not None and key not in presets:
         raise RowError(f"model {model!r} has no hcsim preset {key!r} (valid: {', '.join(presets)})")

@@ -250,7 +250,10 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         "needs sequence parallelism; default: off)",
     )
     ov.add_argument("--no-tp-comm-overlap", dest="tp_comm_overlap", action="store_false")
-    g.add_argument("--mapping", help="rank order, innermost first (default tp,pp,dp)")
+    g.add_argument(
+        "--mapping",
+        help="rank order, innermost first (default tp,pp,dp; on dgx-h100/dgx-a100 Megatron-Core's tp,dp,pp)",
+    )
     g.add_argument(
         "--precision",
         choices=("fp32", "fp16", "bf16", "fp8"),

@@ -79,6 +79,16 @@ def test_model_and_precision_mapping(vm):
     assert vm.preset_name("GPT3-5B") == "gpt3-5b"
     assert vm.preset_name("Nemotron-8B") == "nemotron-8b"
     assert vm.preset_name("GPT-OSS-120B") == "gpt-oss-120b"
+    # the spellings of other revisions of the published tables
+    assert vm.preset_name("LLAMA3_8B") == "llama3-8b"
+    assert vm.preset_name("LLAMA3.1_405B") == "llama3-405b"
+    assert vm.preset_name("GPT OSS 120B") == "gpt-oss-120b"
+    assert vm.preset_name("Qwen3_235B_a22B (tokendrop)") == "qwen3-235b-a22b"
+    assert vm.preset_name("Mixtral-8x22B") == "mixtral-8x22b"
+    from hcsim.workload.models import PRESETS
+
+    for alias in vm.MODEL_ALIASES.values():
+        assert alias in PRESETS  # every alias names a real preset
     with pytest.raises(vm.RowError, match="no hcsim preset 'llama9-1b'"):
         vm.preset_name("LLAMA9-1B", ["llama2-7b"])
     assert [vm.precision_name(p) for p in ("FP8", "FP8-CS", "BF16")] == ["fp8", "fp8", "bf16"]

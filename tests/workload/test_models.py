@@ -2,7 +2,9 @@
 
 Published sizes: Meta's model cards (LLaMA 2: 6.74B / 13.0B / 69.0B; LLaMA 3: 8.03B /
 70.6B; LLaMA 3.1 405B: 405.9B), Mistral's Mixtral paper (46.7B total, 12.9B active per
-token), GPT-3's paper (175B), and HuggingFace's GPT-2 (124,439,808, counted exactly).
+token), GPT-3's paper (175B), and HuggingFace's GPT-2 (124,439,808, counted exactly); the MoE presets
+against their model cards (Mistral's Mixtral 8x22B announcement: 141B total, 39B active; Qwen's Qwen3-30B-A3B
+and Qwen3-235B-A22B cards: 30.5B / 3.3B and 235B / 22B).
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ PUBLISHED = {  # total parameters (billions), tolerance
     "llama3-405b": (405.9, 0.01),
     "mixtral-8x7b": (46.7, 0.01),
     "gpt3-175b": (175.0, 0.01),
+    "mixtral-8x22b": (141.0, 0.01),
+    "qwen3-30b-a3b": (30.5, 0.01),
+    "qwen3-235b-a22b": (235.0, 0.01),
 }
+
+ACTIVE = {"mixtral-8x7b": 12.9, "mixtral-8x22b": 39.0, "qwen3-30b-a3b": 3.3, "qwen3-235b-a22b": 22.0}  # billions
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -42,10 +49,12 @@ def test_parameter_counts_match_the_published_sizes(name):
     assert load_model(name).parameters() / 1e9 == pytest.approx(published, rel=tol)
 
 
-def test_mixtral_active_parameters_are_12_9_billion():
-    m = load_model("mixtral-8x7b")
-    assert m.active_parameters() / 1e9 == pytest.approx(12.9, rel=0.01)
-    assert m.moe_layers() == 32
+@pytest.mark.parametrize("name", sorted(ACTIVE))
+def test_moe_active_parameters_match_the_model_cards(name):
+    m = load_model(name)
+    # the cards round to 0.1B (3.3B: +-1.5%) or to 1B (22B, 39B: +-2.3%)
+    assert m.active_parameters() / 1e9 == pytest.approx(ACTIVE[name], rel=0.025)
+    assert m.moe_layers() == m.layers
 
 
 def test_dense_models_have_as_many_active_as_total_parameters():

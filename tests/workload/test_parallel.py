@@ -13,6 +13,7 @@ from hcsim.platform import Topology
 from hcsim.workload.models import load_model
 from hcsim.workload.models.ops import Operator
 from hcsim.workload.parallel import Layout, RankGrid, gpipe, one_f_one_b, training_graph
+from hcsim.workload.parallel.layout import MEGATRON_ORDER
 from hcsim.workload.parallel.schedules import in_flight
 
 RATE = 1e12  # flop/s of the test XPUs (fp16 and fp32)
@@ -216,6 +217,21 @@ def test_default_mapping_puts_tp_inside_servers_and_pp_across():
     assert custom.dp_group(0, 0) == ["x0", "x1"]
     explicit = RankGrid(Layout(dp=2, tp=2, pp=1), ["x0", "x1", "x2", "x3"], mapping=["x3", "x2", "x1", "x0"])
     assert explicit.tp_group(0, 0) == ["x3", "x2"]
+
+
+def test_megatron_order_gives_megatron_cores_own_groups():
+    """initialize_model_parallel's docstring (megatron/core/parallel_state.py): 16 GPUs, tp 2, pp 4 give TP
+    groups [g0, g1], ..., DP groups [g0, g2], [g1, g3], [g4, g6], ... and PP groups [g0, g4, g8, g12], ..."""
+    g = [f"g{i}" for i in range(16)]
+    grid = RankGrid(Layout(dp=2, tp=2, pp=4), g, mapping=",".join(MEGATRON_ORDER))
+    assert [grid.tp_group(d, 0) for d in range(2)] == [["g0", "g1"], ["g2", "g3"]]
+    assert grid.dp_group(0, 0) == ["g0", "g2"] and grid.dp_group(0, 1) == ["g1", "g3"]
+    assert grid.dp_group(1, 0) == ["g4", "g6"]
+    assert [grid.xpu(0, p, 0) for p in range(4)] == ["g0", "g4", "g8", "g12"]
+    # EP carved out of a stage's consecutive replicas: one server of 8 holds a whole EP group
+    moe = RankGrid(Layout(dp=8, pp=2, ep=8), g, mapping=MEGATRON_ORDER)
+    assert moe.ep_group(0, 0, 0) == g[:8] and moe.ep_group(0, 1, 0) == g[8:]
+    assert RankGrid(Layout(dp=8, pp=2, ep=8), g).ep_group(0, 0, 0) == g[0:16:2]  # tp,pp,dp: across servers
 
 
 def test_expert_groups_are_carved_from_data_parallel_replicas():

@@ -226,6 +226,12 @@ def _gpt(name: str, layers: int, hidden: int, heads: int, seq: int = 2048) -> Tr
     )  # fmt: skip
 
 
+def _qwen3_moe(name: str, layers: int, hidden: int, heads: int, inner: int, expert: int) -> TransformerSpec:
+    """Qwen3-MoE: 4 KV groups of width 128, 128 experts (SwiGLU) top-8 in every block, untied, 151936 tokens."""
+    return _llama(name, layers, hidden, heads, 4, inner, 151936, 4096, experts=128, top_k=8,
+                  expert_intermediate=expert, kv_channels=128)  # fmt: skip
+
+
 def _nemotron(name: str, layers: int, hidden: int, heads: int, kv: int, inner: int) -> TransformerSpec:
     """NeMo Nemotron: squared-ReLU MLP (two matrices), no linear biases, untied, rotary, 256k vocabulary."""
     return TransformerSpec(name, layers, hidden, heads, kv, inner, 256000, 4096, gated_mlp=False)
@@ -244,6 +250,12 @@ def _nemotron(name: str, layers: int, hidden: int, heads: int, kv: int, inner: i
 #: 128 experts of 2880 (SwiGLU), top-4, vocabulary 201088, untied, sliding window 128 on every other
 #: layer (layer_types), initial context 4096; its attention and expert biases and attention sinks are
 #: not counted.
+#: Mixtral-8x22B: NeMo 2 ``nemo/collections/llm/gpt/model/mixtral.py`` MixtralConfig8x22B (56, 6144, 48 heads,
+#: 8 groups, ffn 16384, 8 experts top-2), vocabulary 32768 (HF mistralai/Mixtral-8x22B-v0.1).
+#: Qwen3-MoE: NeMo 2 ``nemo/collections/llm/gpt/model/qwen3.py``@8cfedd72 Qwen3Config30B_A3B (48, 2048,
+#: 32 heads, 4 groups, expert ffn 768) and Qwen3Config235B_A22B (94, 4096, 64 heads, 4 groups, expert ffn
+#: 1536), from Qwen3MoEConfig: kv_channels 128, 128 experts top-8, vocabulary 151936, untied (= HF
+#: Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B config.json); every block is MoE; the q/k RMSNorms are not counted.
 PRESETS: Registry[TransformerSpec] = Registry(
     "model",
     {
@@ -292,6 +304,11 @@ PRESETS: Registry[TransformerSpec] = Registry(
             sliding_window=128,
             sliding_every=2,
         ),  # fmt: skip
+        "mixtral-8x22b": _llama(
+            "mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 4096, experts=8, top_k=2, expert_intermediate=16384
+        ),
+        "qwen3-30b-a3b": _qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 6144, 768),
+        "qwen3-235b-a22b": _qwen3_moe("qwen3-235b-a22b", 94, 4096, 64, 12288, 1536),
     },
     valid="a config.json file or one of {}",
 )

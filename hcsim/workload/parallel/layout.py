@@ -3,10 +3,11 @@
 Every XPU holds one *rank* with coordinates ``(d, p, t)``: data-parallel replica ``d``,
 pipeline stage ``p``, tensor-parallel slice ``t``. The mapping walks the XPUs in the
 topology's order, servers grouped (:meth:`hcsim.collectives.TopologyView.by_server`),
-innermost dimension first; the default order ``tp,pp,dp`` is Megatron's (TP groups of
-consecutive XPUs, inside one server when ``tp`` divides the server size). Any
-permutation, or an explicit list of XPU names in rank order, replaces it. Expert
-parallelism is carved out of data parallelism (Megatron-Core): the EP group of rank
+innermost dimension first. The default order ``tp,pp,dp`` (TP groups of consecutive XPUs,
+inside one server when ``tp`` divides the server size) is kept for the paper's studies;
+:data:`MEGATRON_ORDER` (``tp,dp,pp``) is Megatron-Core's own, which the CLI uses on the DGX
+systems. Any permutation, or an explicit list of XPU names in rank order, replaces it.
+Expert parallelism is carved out of data parallelism (Megatron-Core): the EP group of rank
 ``(d, p, t)`` is ``ep`` consecutive replicas at the same ``(p, t)``.
 
     >>> from hcsim.workload.parallel.layout import Layout, RankGrid
@@ -14,9 +15,7 @@ parallelism is carved out of data parallelism (Megatron-Core): the EP group of r
     >>> grid.tp_group(0, 1), grid.dp_group(1, 0), grid.stage_ranks(1, 1)
     (['x2', 'x3'], ['x2', 'x6'], ['x6', 'x7'])
 
-:func:`pipeline_split` places the decoder layers on the ``pp x vp`` virtual stages (even,
-or Megatron-Core's uneven options); invariant: every layer on one virtual stage, in order.
-
+:func:`pipeline_split` places the layers on the ``pp x vp`` virtual stages, each on one, in order.
 Guide: docs/parallelism.md, "Layout and rank mapping"; docs/training-features.md, "Uneven pipeline stages".
 """
 
@@ -30,10 +29,22 @@ from typing import Any
 
 from hcsim.errors import HcsimError
 
-__all__ = ["DEFAULT_ORDER", "PIPELINE_SPLITS", "Layout", "PipelineSplit", "RankGrid", "pipeline_split"]
+__all__ = [
+    "DEFAULT_ORDER",
+    "MEGATRON_ORDER",
+    "PIPELINE_SPLITS",
+    "Layout",
+    "PipelineSplit",
+    "RankGrid",
+    "pipeline_split",
+]
 
 DIMENSIONS = ("dp", "tp", "pp", "ep", "cp", "vp")
 DEFAULT_ORDER = ("tp", "pp", "dp")  # innermost first
+#: Megatron-Core's rank order ``tp-cp-ep-dp-pp`` (megatron/core/parallel_state.py@d98e8a64 line 617,
+#: initialize_model_parallel's default): pipeline stages outermost, so a stage's replicas (and the
+#: EP groups carved out of them) sit on consecutive XPUs; cp goes right after tp as in every order here
+MEGATRON_ORDER = ("tp", "dp", "pp")
 
 
 @dataclass(frozen=True)
