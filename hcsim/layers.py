@@ -69,6 +69,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.calibration", "the calibration's public names: `load_calibration`, `op_seconds`, `nccl_time`"),
             ("hcsim.calibration.schema", "a machine calibration file (YAML, every number cited) as frozen dataclasses"),
             ("hcsim.calibration.compute", "calibrated operator time: GEMMs, FlashAttention, memory-bound ops"),
+            ("hcsim.calibration.host", "a serving framework's host time per continuous-batching iteration"),
             ("hcsim.calibration.nccl", "NCCL's own collective cost model (algorithm, protocol) on a machine"),
             ("hcsim.calibration.machine", "a calibration applied: a vertex's operator time, DGX links at NCCL's rate"),
             ("hcsim.calibration.checks", "the check tables: the models against measurements they were not fitted to"),

@@ -38,6 +38,8 @@ PEAK_KEYS = ("fp8", "bf16", "fp16", "tf32", "fp32")
 PROTOCOLS = ("LL", "LL128", "Simple")
 NCCL_ALGOS = ("tree", "ring", "nvls", "nvls_tree", "pat")
 HEAD_DIMS = (64, 128, 256)
+SERVING_PHASES = ("schedule", "sampler", "prepare_inputs", "process_outputs")  # vLLM's per-iteration host work
+SERVING_TPS = (1, 2, 4)  # TP degrees a serving_host table is measured at
 
 # unit spelling -> factor to SI, per family
 _UNITS: dict[str, dict[str, float]] = {
@@ -133,8 +135,15 @@ SCHEMA: dict[str, Any] = {
         "fc2_fprop_sms": _q("count", required=False),
         "rs_splits": _q("count", required=False),
     },
+    # a serving framework's host time per continuous-batching iteration (optional; docs/serving.md, "Host time")
+    "serving_host": {
+        "framework": _q("text"),
+        "batches": _q("count", "list"),
+        **{phase: {f"tp{t}": _q("time", "list") for t in SERVING_TPS} for phase in SERVING_PHASES},
+        "overlap_outputs": _q("bool"),
+    },
 }
-_OPTIONAL_SECTIONS = ("attention_flash",)  # absent: the machine has one attention kernel
+_OPTIONAL_SECTIONS = ("attention_flash", "serving_host")  # absent: one attention kernel; no host time
 _TOP_TEXT = ("name", "description")  # plain strings
 _TOP_FREE = "sources"  # name -> string, for YAML anchors; not used by the models
 
@@ -220,6 +229,9 @@ class Calibration:
     # passes over its operands the chosen kernel's layout copies add per pass (0: reads the layout in place)
     attention_flash: tuple | None = None
     attention_copies: float = 0.0
+    # a serving framework's host seconds per iteration, if calibrated: (batches, {tp: blocking seconds per
+    # batch}, {tp: output-processing seconds per batch}, whether output processing overlaps the next step)
+    serving_host: tuple | None = None
 
     def with_attention(self, backend: str) -> Calibration:
         """This calibration with ``backend``'s attention kernel: "auto" (the ``attention`` tables, the
@@ -408,6 +420,8 @@ def _build(data: Any, path: str) -> Calibration:
             e["attention_flash.layout_copies"],
         )
 
+    host = _serving_host(e) if "serving_host.framework" in e else None
+
     def lat(prefix: str) -> MappingProxyType:
         return MappingProxyType({a: e[f"{prefix}.{a}"] for a in NCCL_ALGOS})
 
@@ -460,7 +474,26 @@ def _build(data: Any, path: str) -> Calibration:
         ub_proj_fprop_sms=e.get("tp_overlap.proj_fprop_sms", 0),
         ub_fc2_fprop_sms=e.get("tp_overlap.fc2_fprop_sms", 0),
         ub_rs_splits=e.get("tp_overlap.rs_splits", 4),
+        serving_host=host,
     )
+
+
+def _serving_host(e: dict[str, Any]) -> tuple:
+    """The ``serving_host`` section as (batches, blocking, outputs, overlap); one line if a table is off."""
+    batches = e["serving_host.batches"]
+    if list(batches) != sorted(set(batches)) or batches[0] < 1:
+        raise HcsimError(f"calibration serving_host.batches: {batches} (valid: increasing batch sizes >= 1)")
+    for phase in SERVING_PHASES:
+        for t in SERVING_TPS:
+            if len(e[f"serving_host.{phase}.tp{t}"]) != len(batches):
+                raise HcsimError(
+                    f"calibration serving_host.{phase}.tp{t}: {len(e[f'serving_host.{phase}.tp{t}'])} values for "
+                    f"{len(batches)} batches (valid: one per batch)"
+                )
+    blocking = {t: tuple(map(sum, zip(*(e[f"serving_host.{p}.tp{t}"] for p in SERVING_PHASES[:3]), strict=True)))
+                for t in SERVING_TPS}  # fmt: skip
+    outputs = {t: e[f"serving_host.process_outputs.tp{t}"] for t in SERVING_TPS}
+    return batches, MappingProxyType(blocking), MappingProxyType(outputs), e["serving_host.overlap_outputs"]
 
 
 def parse_calibration(text: str, path: str = "<string>") -> Calibration:

@@ -252,7 +252,7 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
     ov.add_argument("--no-tp-comm-overlap", dest="tp_comm_overlap", action="store_false")
     g.add_argument(
         "--mapping",
-        help="rank order, innermost first (default tp,pp,dp; on dgx-h100/dgx-a100 Megatron-Core's tp,dp,pp)",
+        help="rank order, innermost first (default tp,pp,dp; ep > 1 on dgx-h100/dgx-a100: Megatron-Core's tp,dp,pp)",
     )
     g.add_argument(
         "--precision",

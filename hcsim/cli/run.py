@@ -56,7 +56,7 @@ from hcsim.workload.graph import Workload
 from hcsim.workload.models.inference import check_inference, inference_step
 from hcsim.workload.models.spec import load_model, model_flops_per_token
 from hcsim.workload.parallel.factory import TrainingWorkload
-from hcsim.workload.parallel.layout import MEGATRON_ORDER, Layout, pipeline_split
+from hcsim.workload.parallel.layout import Layout, experts_order, pipeline_split
 from hcsim.workload.parallel.memory import check_fits, training_memory
 
 __all__ = ["MAX_BATCH", "MAX_DEGREE", "MAX_ITERATIONS", "MAX_MICROBATCHES", "MAX_MICRO_BATCH", "MAX_TOKENS", "main"]
@@ -586,7 +586,7 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
         sequence_parallel=args.sequence_parallel,
         dp_algorithm=args.dp_algorithm,
         tp_algorithm=args.tp_algorithm,
-        mapping=args.mapping or (MEGATRON_ORDER if args.system in DGX_SYSTEMS else None),
+        mapping=args.mapping or (experts_order(args.parallel, args.ep) if args.system in DGX_SYSTEMS else None),
         **extra,
         **calibrated,
     )

@@ -1,5 +1,6 @@
-"""On the DGX systems ``hcsim run`` places ranks in Megatron-Core's order (``tp-cp-ep-dp-pp``: pipeline stages
-outermost), so an EP group of 8 is one node on NVLink; ``--mapping`` still chooses another order."""
+"""On the DGX systems ``hcsim run`` places an expert-parallel layout's ranks in Megatron-Core's order
+(``tp-cp-ep-dp-pp``: pipeline stages outermost), so an EP group of 8 is one node on NVLink; dense layouts keep
+``tp,pp,dp``; ``--mapping`` still chooses either."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ MOE = {  # a two-layer Mixtral-shaped model: small enough for a test, every bloc
 }  # fmt: skip
 
 
-def _run(tmp_path, *mapping):
+def _run(tmp_path, *mapping, layout="tp=1,pp=2,ep=8"):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(MOE))
     status, out, err = run_here(
-        "run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--parallel", "tp=1,pp=2,ep=8",
+        "run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--parallel", layout,
         "--micro-batch", "1", "--microbatches", "2", "--sequence", "1024", "--json", *mapping,
     )  # fmt: skip
     assert status == 0, err
@@ -32,3 +33,10 @@ def test_dgx_runs_default_to_megatron_cores_order(tmp_path):
     assert default["steady_iteration_s"] == megatron["steady_iteration_s"]
     # the EP all-to-alls stay on NVLink (450 GB/s) instead of crossing nodes on 50 GB/s rails
     assert default["exposed_ep_s"] < paper["exposed_ep_s"] / 2
+
+
+def test_dense_layouts_keep_the_paper_order(tmp_path):
+    layout = "tp=1,pp=2"
+    default = _run(tmp_path, layout=layout)
+    assert default["steady_iteration_s"] == _run(tmp_path, "--mapping", "tp,pp,dp", layout=layout)["steady_iteration_s"]
+    assert default["steady_iteration_s"] != _run(tmp_path, "--mapping", "tp,dp,pp", layout=layout)["steady_iteration_s"]

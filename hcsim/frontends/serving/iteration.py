@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from hcsim.calibration.host import serving_host_seconds
 from hcsim.calibration.machine import vertex_seconds
 from hcsim.engine import simulate
 from hcsim.errors import HcsimError
@@ -307,7 +308,14 @@ class IterationTimer:
         return IterationShape(shape.decodes, kv_hbm, kv_remote, shape.chunks, -(-shape.kv_host // w) * w)
 
     def seconds(self, shape: IterationShape) -> float:
-        """The iteration's time in SimGrid (memoized by :meth:`key`); a new remote bucket measures its gap."""
+        """The iteration's time: SimGrid's (memoized by :meth:`key`; a new remote bucket measures its gap) plus
+        the serving framework's host time if the calibration has it (:func:`serving_host_seconds`)."""
+        t = self._gpu_seconds(shape)
+        if self.calibration is None:
+            return t
+        return t + serving_host_seconds(self.calibration, shape.decodes + len(shape.chunks), len(self.group), t)
+
+    def _gpu_seconds(self, shape: IterationShape) -> float:
         self.lookups += 1
         key = self.key(shape)
         t = self._time(key)

@@ -6,7 +6,7 @@ topology's order, servers grouped (:meth:`hcsim.collectives.TopologyView.by_serv
 innermost dimension first. The default order ``tp,pp,dp`` (TP groups of consecutive XPUs,
 inside one server when ``tp`` divides the server size) is kept for the paper's studies;
 :data:`MEGATRON_ORDER` (``tp,dp,pp``) is Megatron-Core's own, which the CLI uses on the DGX
-systems. Any permutation, or an explicit list of XPU names in rank order, replaces it.
+systems when ``ep > 1``. Any permutation, or an explicit list of XPU names in rank order, replaces it.
 Expert parallelism is carved out of data parallelism (Megatron-Core): the EP group of rank
 ``(d, p, t)`` is ``ep`` consecutive replicas at the same ``(p, t)``.
 
@@ -36,6 +36,7 @@ __all__ = [
     "Layout",
     "PipelineSplit",
     "RankGrid",
+    "experts_order",
     "pipeline_split",
 ]
 
@@ -297,6 +298,18 @@ def _first_last(layers: int, pp: int, vp: int, split: Any, what: str) -> Pipelin
         per_stage[-1] = last
     counts = tuple(per_stage[v % pp] // vp for v in range(pp * vp))
     return PipelineSplit("first_last", pp, vp, counts, first, last)
+
+
+def experts_order(parallel: str | None, ep: int | None = None) -> tuple[str, ...] | None:
+    """:data:`MEGATRON_ORDER` for a ``--parallel`` text (or ``--ep``) with ``ep > 1``, else None (the default).
+
+    What the DGX systems use: Megatron-Core's placement where it matters, EP groups inside a node.
+
+    >>> experts_order("tp=1,pp=2,ep=8"), experts_order("tp=4,pp=4"), experts_order(None, ep=8)
+    (('tp', 'dp', 'pp'), None, ('tp', 'dp', 'pp'))
+    """
+    experts = max(ep or 1, Layout.parse(parallel).ep if parallel else 1)
+    return MEGATRON_ORDER if experts > 1 else None
 
 
 def _order(mapping: str | Sequence[str]) -> tuple[str, ...]:
