@@ -3,19 +3,18 @@
 The exact strategy hands every flow to the controller's ``ActivitySet``, so a vertex
 starting thousands of flows at once costs flows x flows in flight. :class:`TaskFlows`
 runs such a vertex's :class:`~hcsim.collectives.plans.FlowPlan` on SimGrid's Task
-plugin instead: a ``CommTask`` per flow (an ``ExecTask`` of 0 flops per join), an
-``add_successor`` per release, and one 0-flop exec per vertex execution that the
-controller waits for, started by the completion callback of the vertex's last flow.
+plugin instead: a ``CommTask`` per flow (an ``ExecTask`` of 0 flops per join), or one per
+*lane* of a periodic plan (:func:`periodic_lanes`: a ring's N sends, fired once per step;
+1024 tasks, not 2.1 million, for a 1024-NPU ring), and one 0-flop exec per vertex
+execution that the controller waits for, started by the completion callback of the last flow.
 
-Invariant: results are bit-identical to the exact strategy (checked by
-``tests/engine/test_tasks.py``), given the controller's vertices start first at one
-date. Only vertices starting at least :data:`TASK_WAVE` flows at once take the route
-(``tasks=None``: within the flows-at-once limit; ``True``: past it; ``False``: never),
-and none while an observer watches the driver. A plan made of *lanes* (:func:`periodic_lanes`:
-a ring's N sends, each repeated every step) takes one task per lane, fired once per step,
-instead of one per flow: the same flows at the same dates, in memory of the lanes, not the
-flows (a 1024-NPU ring allreduce: 1024 tasks, not 2.1 million). Why, and the caveat:
-``docs/fast-paths.md`` ("The kernel's own speed-ups").
+Invariant: the exact strategy's flows and dates (``tests/engine/test_tasks.py``), given
+the controller's vertices start first at one date: bit for bit on the paper systems and a
+switch, within a few units in the last place on rings and grids (lanes or not). Only
+vertices starting at least :data:`TASK_WAVE` flows at once take the route (``tasks=None``:
+within the flows-at-once limit; ``True``: past it; ``False``: never), and none while an
+observer watches the driver. Why, and the caveat: ``docs/fast-paths.md`` ("The kernel's
+own speed-ups").
 """
 
 from __future__ import annotations
