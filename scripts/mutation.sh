@@ -31,7 +31,7 @@ declare -A TESTS=(
   [hcsim/platform/routing.py]="tests/platform/test_compiler_routes.py tests/platform/test_routing.py"
   [hcsim/fast/ring_steps.py]="tests/engine/test_ring_plan.py"
   [hcsim/fast/shared_steps.py]="tests/fast/test_shared_steps.py"
-  [hcsim/workload/parallel/schedules.py]="tests/workload/test_parallel.py"
+  [hcsim/workload/parallel/schedules.py]="tests/workload/test_parallel.py tests/workload/test_training_features.py"
   [hcsim/analysis/queueing.py]="tests/analysis/test_queueing.py"
 )
 # the lines mutated in each module (its core: the closed forms, plan builders, route writers, ring steps);

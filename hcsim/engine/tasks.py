@@ -3,26 +3,29 @@
 The exact strategy hands every flow to the controller's ``ActivitySet``, so a vertex
 starting thousands of flows at once costs flows x flows in flight. :class:`TaskFlows`
 runs such a vertex's :class:`~hcsim.collectives.plans.FlowPlan` on SimGrid's Task
-plugin instead: a ``CommTask`` per flow (an ``ExecTask`` of 0 flops per join), an
-``add_successor`` per release, and one 0-flop exec per vertex execution that the
-controller waits for, started by the completion callback of the vertex's last flow.
+plugin instead: a ``CommTask`` per flow (an ``ExecTask`` of 0 flops per join), or one per
+*lane* of a periodic plan (:func:`periodic_lanes`: a ring's N sends, fired once per step;
+1024 tasks, not 2.1 million, for a 1024-NPU ring), and one 0-flop exec per vertex
+execution that the controller waits for, started by the completion callback of the last flow.
 
-Invariant: results are bit-identical to the exact strategy (checked by
-``tests/engine/test_tasks.py``), given the controller's vertices start first at one
-date. Only vertices starting at least :data:`TASK_WAVE` flows at once take the route
-(``tasks=None``: within the flows-at-once limit; ``True``: past it; ``False``: never),
-and none while an observer watches the driver. Why, and the caveat: ``docs/fast-paths.md``
-("The kernel's own speed-ups").
+Invariant: the exact strategy's flows and dates (``tests/engine/test_tasks.py``), given
+the controller's vertices start first at one date: bit for bit on the paper systems and a
+switch, within a few units in the last place on rings and grids (lanes or not). Only
+vertices starting at least :data:`TASK_WAVE` flows at once take the route (``tasks=None``:
+within the flows-at-once limit; ``True``: past it; ``False``: never), and none while an
+observer watches the driver. Why, and the caveat: ``docs/fast-paths.md`` ("The kernel's
+own speed-ups").
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from hcsim.collectives import FlowPlan, TopologyView, build_plan
 from hcsim.engine.records import COMM, ActivityKey, VertexRun
 
-__all__ = ["TASK_WAVE", "TaskFlows"]
+__all__ = ["TASK_WAVE", "TaskFlows", "periodic_lanes"]
 
 TASK_WAVE = 512
 """A vertex starting at least this many flows at once runs on the Task plugin (narrower ones are faster exact:
@@ -31,10 +34,63 @@ TASK_WAVE = 512
 SENTINEL = -1  # the flow index of the key of a vertex execution's end (the 0-flop exec the controller waits for)
 
 
+def periodic_lanes(fp: FlowPlan) -> tuple[list[list[int]], list[list[int]]] | None:
+    """The plan as lanes fired step by step, if it is one: (lanes, the lanes each lane waits for), else None.
+
+    A lane is the flows of one (source, destination, size), in plan order. The plan is
+    periodic when every lane has the same number m > 1 of flows, no flow is a join, a
+    lane's first flow waits for nothing, and its k-th flow (k >= 1) waits exactly for the
+    lane's flow k-1 and for flow k-1 of each lane of a fixed set (the lanes it waits for).
+    Then a task per lane, of parallelism 1 (its flow k after its flow k-1), fired once per
+    token from each lane it waits for, starts every flow when the plan starts it.
+    """
+    n = len(fp)
+    if fp.joins or n < 2:
+        return None
+    lane_of: dict[tuple[str, str, int], int] = {}
+    lanes: list[list[int]] = []
+    lane, pos = [0] * n, [0] * n
+    for f, key in enumerate(zip(fp.src, fp.dst, fp.size, strict=True)):
+        lane[f] = lane_of.setdefault(key, len(lanes))
+        if lane[f] == len(lanes):
+            lanes.append([])
+        pos[f] = len(lanes[lane[f]])
+        lanes[lane[f]].append(f)
+    m = len(lanes[0])
+    if m < 2 or any(len(flows) != m for flows in lanes):
+        return None
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for f, released in enumerate(fp.releases):
+        for g in released:
+            preds[g].append(f)
+    waits_for: list[list[int]] = []
+    for i, flows in enumerate(lanes):
+        if preds[flows[0]] or fp.waits[flows[0]]:
+            return None
+        others: set[int] | None = None
+        for k in range(1, m):
+            g, own = flows[k], flows[k - 1]
+            ps = preds[g]
+            if fp.waits[g] != len(ps) or len(set(ps)) != len(ps) or own not in ps:
+                return None
+            mine = set()
+            for p in ps:
+                if p != own:
+                    if pos[p] != k - 1 or lane[p] == i:
+                        return None
+                    mine.add(lane[p])
+            if others is None:
+                others = mine
+            elif mine != others:
+                return None
+        waits_for.append(sorted(others or ()))
+    return lanes, waits_for
+
+
 class _Graph:
     """The tasks of one communication vertex, made once and fired once per vertex execution."""
 
-    __slots__ = ("tasks", "sources", "sinks", "starts", "run", "sentinel", "left")
+    __slots__ = ("tasks", "sources", "sinks", "starts", "run", "sentinel", "left", "lanes", "firings")
 
     def __init__(self) -> None:
         self.tasks: list[Any] = []
@@ -44,6 +100,8 @@ class _Graph:
         self.run: VertexRun | None = None
         self.sentinel: Any = None
         self.left = 0  # sinks of the current execution still running
+        self.lanes: tuple[list[list[int]], list[list[int]]] | None = None  # periodic_lanes, on the lane route
+        self.firings: list[int] = []  # lane route: flows of each lane done in this execution
 
 
 class TaskFlows:
@@ -84,6 +142,16 @@ class TaskFlows:
         g.sentinel = sg.this_actor.exec_init(0)
         g.sentinel.host = sg.this_actor.get_host()
         x.driver.watch(g.sentinel, (x, COMM, run, SENTINEL))
+        if g.lanes is not None:  # the lane route: the edges its last firings took away, then every lane's first
+            lanes, waits_for = g.lanes
+            g.firings = [0] * len(lanes)
+            for i, before in enumerate(waits_for):
+                for j in before:
+                    g.tasks[j].add_successor(g.tasks[i])
+            m = len(lanes[0])
+            for t, before in zip(g.tasks, waits_for, strict=True):
+                t.enqueue_firings(1 if before else m)  # a lane that waits for no other: its m flows one by one
+            return
         for t in g.sources:
             t.enqueue_firings(1)
 
@@ -94,6 +162,10 @@ class TaskFlows:
         src, dst = x.flow_hosts[v]
         anywhere = next(h for h in (*src, *dst) if h is not None)
         g = self.graphs[v] = _Graph()
+        g.lanes = periodic_lanes(fp)
+        if g.lanes is not None:
+            self._make_lanes(v, g, fp, src, dst)
+            return g
         tasks = g.tasks
         for f, size in enumerate(fp.size):
             if size:
@@ -128,6 +200,46 @@ class TaskFlows:
 
                 t.on_this_completion_cb(ended)
         return g
+
+    def _make_lanes(self, v: int, g: _Graph, fp: FlowPlan, src: list[Any], dst: list[Any]) -> None:
+        """One task per lane of ``g.lanes``; its last firing takes its out-edges away (:meth:`launch` puts them back).
+
+        A lane's k-th completion sends a token to each lane that waits for it, which fires
+        that lane's flow k + 1; after the last (k = m - 1) no token must go, so the lane's
+        out-edges go at the start of that completion's callback, before SimGrid sends them.
+        """
+        x, sg = self.execution, self.execution.sg
+        lanes, _ = g.lanes  # type: ignore[misc]
+        m = len(lanes[0])
+        Engine = sg.Engine
+        record = x.record_flows
+        g.sinks = len(lanes)
+        for i, flows in enumerate(lanes):
+            f0 = flows[0]
+            t = sg.CommTask.init(f"{v}.lane{i}", float(fp.size[f0]), src[f0], dst[f0])
+            g.tasks.append(t)
+            starts: deque[float] = deque()  # its next flow may start before the last one's completion callback
+
+            if record:
+
+                def started(_t: Any, starts: deque[float] = starts) -> None:
+                    starts.append(Engine.clock)
+
+                t.on_this_start_cb(started)
+
+            def ended(t: Any, i: int = i, flows: list[int] = flows, starts: deque[float] = starts) -> None:
+                k = g.firings[i]
+                g.firings[i] = k + 1
+                if record:
+                    f = flows[k]
+                    x.result.flows.append((fp.src[f], fp.dst[f], fp.size[f], starts.popleft(), Engine.clock))
+                if k + 1 == m:
+                    t.remove_all_successors()
+                    g.left -= 1
+                    if not g.left:
+                        g.sentinel.start()  # 0 flops: ends now, and wakes the controller
+
+            t.on_this_completion_cb(ended)
 
     def complete(self, act: Any, key: ActivityKey, now: float) -> None:
         x, _, run, _ = key  # only a vertex execution's end (SENTINEL) reaches the driver: flows end in C++

@@ -67,6 +67,8 @@ HOW: dict[str, str] = {
     "python experiments/bench_parallel.py --rows llama --dp 4": "slow",
     "python experiments/bench_parallel.py --mode exact": BENCH,
     "python experiments/bench_tasks.py": BENCH,
+    "python experiments/bench_import.py": BENCH,
+    "python experiments/bench_import.py --rows sw:allreduce:exact": BENCH,
     "python experiments/bench_repeat.py --iterations 10": BENCH,
     "python experiments/bench_collectives.py --xpus 64 --scales 16": BENCH,
     "python experiments/bench_collectives.py": BENCH,

@@ -138,3 +138,31 @@ def test_routes_are_latency_shortest_on_generated_topologies(topo):
             best = topo.edges[a, sa]["latency"] + topo.edges[sb, b]["latency"]
             best += nx.shortest_path_length(switches_only, sa, sb, weight="latency") if sa != sb else 0
             assert path_latency(topo, p) == pytest.approx(best, rel=1e-12, abs=1e-18)
+
+
+def test_a_dijkstra_settled_as_far_as_its_targets_gives_networkx_distances():
+    """Router._ranked_paths' search (routing._Dijkstra): stopped once its targets are settled, then resumed."""
+    import random
+
+    import networkx as nx
+
+    from hcsim.platform.routing import _Dijkstra
+
+    for seed in range(5):
+        rng = random.Random(seed)
+        g = nx.gnm_random_graph(60, 150, seed=seed)
+        for u, v in g.edges:
+            g.edges[u, v]["w"] = rng.choice([3, 5, 8]) << 40  # integer weights with ties, as _weight's
+        hidden = {rng.randrange(60) for _ in range(5)} - {0}  # hosts that are not transit
+
+        def weight(u, _v, d, hidden=hidden):
+            return None if u in hidden else d["w"]
+
+        full = nx.single_source_dijkstra_path_length(g, 0, weight=weight)
+        search = _Dijkstra(g, 0, weight)
+        for targets in ([rng.randrange(60)], [rng.randrange(60) for _ in range(3)], list(g.nodes)):
+            dist = search.settle(targets)
+            assert all(dist[t] == full[t] for t in targets if t in full)
+            assert all(full[n] == d for n, d in dist.items())  # whatever is settled is final
+            assert all(t not in dist for t in targets if t not in full)  # unreachable stays out
+        assert dist == full  # every node asked for: the whole search
