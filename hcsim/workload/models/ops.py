@@ -11,8 +11,9 @@ the KV cache; memory-bound operators move their reads plus writes; MoE experts a
 balanced routing.
 
 Invariant: training FLOPs of a whole model equal ``6 x (matmul parameters) x tokens +
-12 x L x s x q x tokens`` plus the memory-bound operators (tested to 1e-12); biases count
-in parameters and weight bytes, not in FLOPs.
+12 x L x s x q x tokens`` plus the memory-bound operators (tested to 1e-12; latent attention:
+``6 x L x s x heads x (nope + rope + v)`` for the core); biases count in parameters and
+weight bytes, not in FLOPs. Latent attention (DeepSeek-V2/V3): :func:`latent_attention`.
 
 Every formula: docs/models.md, "Operator formulas".
 """
@@ -34,6 +35,9 @@ __all__ = [
     "head_operators",
     "check_layout",
     "kv_heads_per_rank",
+    "latent_attention",
+    "cache_values_per_rank",
+    "kv_values_per_rank",
 ]
 
 PHASES = ("train", "prefill", "decode")
@@ -95,6 +99,20 @@ def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
 def kv_heads_per_rank(spec: TransformerSpec, tp: int) -> int:
     """KV heads each TP rank holds (replicated when tp > kv_heads)."""
     return max(spec.kv_heads // tp, 1)
+
+
+def kv_values_per_rank(spec: TransformerSpec, tp: int) -> int:
+    """Widths of the keys plus the values one TP rank's attention core reads per token (K and V summed)."""
+    if spec.is_mla:
+        return spec.heads // tp * (spec.head_dim + spec.v_head_dim)
+    return 2 * kv_heads_per_rank(spec, tp) * spec.head_dim
+
+
+def cache_values_per_rank(spec: TransformerSpec, tp: int) -> int:
+    """Values one TP rank caches per token and block: K and V of its KV heads, or the whole latent (MLA)."""
+    if spec.is_mla:
+        return spec.cache_values()  # kv_lora_rank + rope, not split by heads: every rank keeps it (vLLM)
+    return 2 * kv_heads_per_rank(spec, tp) * spec.head_dim
 
 
 def _linear(
@@ -188,6 +206,7 @@ def block_operators(
     phase: str = "train",
     precision: str | TrainingPrecision | None = None,
     sequences: int | None = None,
+    sequence_parallel: bool = False,
 ) -> list[Operator]:
     """One transformer block for ``tokens`` tokens on one TP rank (formulas: docs/models.md, "Operator formulas").
 
@@ -198,6 +217,8 @@ def block_operators(
     bf16, fp8; default the spec's): fp8 reads GEMM operands as 1 byte. ``sequences``: the
     sequences the tokens belong to (the attention shape's batch; default ``tokens // context``,
     which context parallelism, where a rank holds 1/cp of each sequence, sets explicitly).
+    ``sequence_parallel``: latent attention's down projections (replicated on every TP rank) run
+    on the rank's ``tokens / tp`` sequence shard, as Megatron-Core's MLASelfAttention does.
     """
     check_layout(spec, tp, ep)
     c = _check_phase(spec, tokens, phase, context)
@@ -210,6 +231,10 @@ def block_operators(
     norm_params = spec.norm_parameters()
     lin = {"operand": w.operand, "precision": w.gemm}
     ops = [_memory_bound("norm1", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other)]
+    if spec.is_mla:
+        shard = t // tp if sequence_parallel and tp > 1 and t % tp == 0 else t
+        ops += latent_attention(spec, t, spec.attention_window(layer, c), tp, phase, sequences, w, shard)
+        return _after_attention(spec, ops, t, tp, ep, layer, train, w)
     ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train, **lin))
     c = spec.attention_window(layer, c)  # a sliding-window block attends its window only
     core_flops = 4.0 * t * c * q
@@ -242,6 +267,15 @@ def block_operators(
         )
     )
     ops.append(_linear("attn.out", t, q, h, b, q * h + (h if bias else 0), train, **lin))
+    return _after_attention(spec, ops, t, tp, ep, layer, train, w)
+
+
+def _after_attention(
+    spec: TransformerSpec, ops: list[Operator], t: int, tp: int, ep: int, layer: int, train: bool, w: _Widths
+) -> list[Operator]:
+    """The block after its attention output: add, norm, the dense MLP or the MoE, add."""
+    h, b, bias, norm_params = spec.hidden, w.b, spec.bias, spec.norm_parameters()
+    lin = {"operand": w.operand, "precision": w.gemm}
     ops.append(_memory_bound("add1", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
     ops.append(_memory_bound("norm2", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other))
     if spec.is_moe_layer(layer):
@@ -255,6 +289,65 @@ def block_operators(
         ops.append(_linear("mlp.down", t, inner, h, b, inner * h + (h if bias else 0), train, **lin))
     ops.append(_memory_bound("add2", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
     return ops
+
+
+def latent_attention(
+    spec: TransformerSpec, t: int, ctx: int, tp: int, phase: str, sequences: int | None, w: _Widths, shard: int
+) -> list[Operator]:
+    """Multi-head latent attention (DeepSeek-V2/V3) on one TP rank, from the norm's output to ``attn.out``.
+
+    Megatron-Core's MLASelfAttention split (megatron/core/transformer/multi_latent_attention.py@d98e8a64):
+    the down projections (``h -> q_lora_rank``, ``h -> kv_lora_rank + rope``) are duplicated on every
+    TP rank over ``shard`` tokens, their norms replicated; the up projections and ``attn.out`` split
+    by heads. The core's QK products are ``nope + rope`` wide, its PV products ``v_head_dim``; the
+    attention shape carries their mean, so FlashAttention's ``4·b·pairs·h·d`` counts both exactly.
+    Decode is vLLM's absorbed form (vllm/attention/backends/mla): the query's nope part times
+    ``W_UK`` into the latent, attention over the cached latent (``kv_lora_rank + rope`` per token,
+    one copy per rank), the output times ``W_UV``; prefill and training up-project keys and values.
+    """
+    train = phase == "train"
+    h, b, n = spec.hidden, w.b, spec.heads // tp
+    r, c = spec.q_lora_rank, spec.kv_lora_rank
+    dn, dr, dv = spec.qk_nope_head_dim, spec.qk_rope_head_dim, spec.v_head_dim
+    lin = {"operand": w.operand, "precision": w.gemm}
+    qk, vv = n * (dn + dr), n * dv
+    ops = []
+    if r:
+        ops.append(_linear("attn.q_down", shard, h, r, b, h * r, train, **lin))
+        ops.append(_memory_bound("attn.q_norm", "norm", 4.0 * t * r, 2.0 * t * r * b, r, t * r * b, train, w.other))
+        ops.append(_linear("attn.q_up", t, r, qk, b, r * qk, train, **lin))
+    else:
+        ops.append(_linear("attn.q", t, h, qk, b, h * qk, train, **lin))
+    ops.append(_linear("attn.kv_down", shard, h, c + dr, b, h * (c + dr), train, **lin))
+    ops.append(_memory_bound("attn.kv_norm", "norm", 4.0 * t * c, 2.0 * t * c * b, c, t * c * b, train, w.other))
+    if phase == "decode":
+        ops.append(_per_head("attn.q_absorb", t, dn, c, n, b, w))  # q_nope x W_UK: the query in the latent
+        kv_read = float(t * ctx * (c + dr) * b)
+        nbytes = kv_read + b * t * (n * (c + dr) + n * c + (c + dr))  # + read q, write o, append the latent
+        flops = 2.0 * t * ctx * n * (2 * c + dr)
+        shape = (t, 1, ctx, n, max(1, (2 * c + dr) // 2), False)
+        ops.append(Operator("attn.core", "attention", flops, 0.0, nbytes, 0.0, 0, 0.0, kv_cache_bytes=kv_read,
+                            attention=shape, precision=w.other))  # fmt: skip
+        ops.append(_per_head("attn.out_absorb", t, c, dv, n, b, w))  # the latent output x W_UV
+    else:
+        ops.append(_linear("attn.kv_up", t, c, n * (dn + dv), b, c * n * (dn + dv), train, **lin))
+        batch = max(1, t // ctx) if sequences is None else sequences
+        flops = 2.0 * t * ctx * (qk + vv)
+        nbytes = float(b * t * (2 * qk + 2 * vv))  # read Q, K (the rope key broadcast to every head), V; write O
+        saved = nbytes + 4.0 * t * n
+        shape = (batch, t // batch, ctx, n, max(1, (dn + dr + dv) // 2), True)
+        ops.append(Operator("attn.core", "attention", flops, 2.0 * flops if train else 0.0, nbytes,
+                            2.0 * nbytes if train else 0.0, 0, saved if train else 0.0, attention=shape,
+                            precision=w.other))  # fmt: skip
+    ops.append(_linear("attn.out", t, vv, h, b, vv * h, train, **lin))
+    return ops
+
+
+def _per_head(name: str, t: int, k: int, n: int, heads: int, b: int, w: _Widths) -> Operator:
+    """``heads`` GEMMs ``t x k x n`` (one per head; inference only), as one ``t x (heads·n) x k`` shape."""
+    nbytes = float(b * heads * (k * n + t * k + t * n))
+    return Operator(name, "linear", 2.0 * t * k * n * heads, 0.0, nbytes, 0.0, heads * k * n, 0.0,
+                    weight_bytes=float(b * heads * k * n), gemm=(t, heads * n, k), precision=w.gemm)  # fmt: skip
 
 
 def touched_experts(spec: TransformerSpec, tokens: int, ep: int = 1) -> float:

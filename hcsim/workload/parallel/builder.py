@@ -139,7 +139,7 @@ def training_graph(
     if isinstance(layout, str):
         layout = Layout.parse(layout, full)
     layout.check(full, spec, pipeline_split)
-    split = split_layers(spec.layers, layout.pp, layout.vp, pipeline_split)
+    split = split_layers(spec.layers, layout.pp, layout.vp, pipeline_split, mtp=getattr(spec, "mtp_layers", 0))
     full_dp = layout.dp
     full_layout = layout
     if full != len(xpus):
@@ -275,7 +275,7 @@ class _Builder(GradientSync):
         self.bpv = spec.bytes_per_value if policy is None else policy.value_bytes
         tp, ep = layout.tp, layout.ep
         if split is None:
-            split = split_layers(spec.layers, layout.pp, vp)
+            split = split_layers(spec.layers, layout.pp, vp, mtp=getattr(spec, "mtp_layers", 0))
         self.orders = [order_of(layout.pp, m, p) for p in range(layout.pp)]
         if vp == 1:
             self.orders = [[(pas, mb, 0) for pas, mb in order] for order in self.orders]
@@ -287,6 +287,8 @@ class _Builder(GradientSync):
         if cp > 1 or (seq != min(spec.sequence, tokens) and _takes(ops.block_operators, "context")):
             extra.update(context=seq, sequences=micro_batch)  # the attention spans the whole sequence
         block_extra = extra
+        if sp and getattr(spec, "is_mla", False):  # latent attention's down projections run on the SP shard
+            block_extra = {**extra, "sequence_parallel": True}
         side_extra = {"precision": policy} if policy is not None else {}
         # units of each stage and chunk: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head";
         # chunk c of stage p holds the layers of virtual stage c*pp + p
@@ -312,8 +314,8 @@ class _Builder(GradientSync):
         self.p2p = max(1.0, p2p_bytes(tokens, spec.hidden, self.bpv, tp, sp))
         self.a2a = alltoall_bytes(tokens, max(1, getattr(spec, "top_k", 0)), spec.hidden, self.bpv)
         if cp > 1:  # the KV of the whole sequence, this TP rank's KV heads: K and V (ring attention's allgather)
-            kv_per_rank = max(spec.kv_heads // tp, 1) * spec.head_dim
-            self.cp_bytes = float(2 * tokens * cp * kv_per_rank * self.bpv)
+            kv_per_rank = ops.kv_values_per_rank(spec, tp)  # K and V widths (latent attention: nope+rope, v)
+            self.cp_bytes = float(tokens * cp * kv_per_rank * self.bpv)
         self.nodes: dict[str, dict] = {}
         self.edges: list[tuple[str, str, bool]] = []
         self.checked: set[str] = set()

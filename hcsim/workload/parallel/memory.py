@@ -55,7 +55,7 @@ __all__ = [
 #: ``ctx.save_for_backward(input, weight)`` of the local input, all-gathered again in ``backward``;
 #: TransformerEngine transformer_engine/pytorch/module/linear.py: "inputmat = inp  # Input tensor to
 #: save for backward (maybe sharded)")
-COLUMN_PARALLEL = ("attn.qkv", "mlp.up", "moe.shared.up", "head.lm")
+COLUMN_PARALLEL = ("attn.qkv", "mlp.up", "moe.shared.up", "head.lm", "attn.q", "attn.q_up", "attn.kv_up")
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def training_memory(
     if isinstance(layout, str):
         layout = Layout.parse(layout, xpus)
     layout.check(layout.ranks, spec, pipeline_split)
-    split = _split(spec.layers, layout, pipeline_split)
+    split = _split(spec.layers, layout, pipeline_split, getattr(spec, "mtp_layers", 0))
     name = precision or spec.precision  # the spec's own: as the graph's footprints
     policy = training_precision(
         name,
@@ -268,8 +268,8 @@ def step_grad_memory(unit: Any, policy: Any, *, zero: int, replicas: int, ep: in
     return total
 
 
-def _split(layers: int, layout: Layout, split: Any) -> Any:
-    return pipeline_split(layers, layout.pp, layout.vp, split)
+def _split(layers: int, layout: Layout, split: Any, mtp: int = 0) -> Any:
+    return pipeline_split(layers, layout.pp, layout.vp, split, mtp=mtp)
 
 
 def check_fits(
