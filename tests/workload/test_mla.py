@@ -208,3 +208,37 @@ def test_bad_latent_configs_are_refused_in_one_line(change: dict, match: str) ->
     with pytest.raises(HcsimError, match=match) as err:
         from_hf_config({**DEEPSEEK_V3, **change}, source="config.json")
     assert "\n" not in str(err.value) and "config.json" in str(err.value)
+
+
+def test_inference_step_writes_and_reads_the_latent() -> None:
+    """A decode step's graph: every attention-side operator before the attention allreduce; the block's
+    resident bytes hold the latent the step appends (batch x (kv_lora_rank + rope) values)."""
+    from hcsim.workload.models.inference import inference_step
+
+    m = replace(load_model("deepseek-v3"), layers=4)
+    w = inference_step(m, ["x0", "x1"], batch=2, context=64, phase="decode", tp=2)
+    attention = [v for v in w.predecessors("l0.attn.allreduce") if v.startswith("x0.")]
+    assert attention == ["x0.l0.attn.out"]  # the chain norm1 .. attn.out ends at the allreduce
+    chain = ["x0.l0.norm1"]
+    while chain[-1] != "x0.l0.attn.out":
+        chain += [v for v in w.successors(chain[-1]) if v.startswith("x0.l0.")]
+    assert [v.split(".", 2)[2] for v in chain] == [
+        "norm1", "attn.q_down", "attn.q_norm", "attn.q_up", "attn.kv_down", "attn.kv_norm", "attn.q_absorb",
+        "attn.core", "attn.out_absorb", "attn.out",
+    ]  # fmt: skip
+    block = sum(o.weight_bytes + o.kv_cache_bytes for o in block_operators(m, 2, tp=2, phase="decode", context=64))
+    assert w.nodes["x0.l0.norm1"]["footprint"] == block + 2 * 576 * 2  # + the latent the step appends
+
+
+def test_serving_kv_bytes_and_iteration_are_the_latent() -> None:
+    from hcsim.frontends.serving.iteration import IterationShape, _attention_ops, kv_bytes_per_token
+
+    m = load_model("deepseek-v3")
+    assert kv_bytes_per_token(m, 8) == 576 * 2 * 61  # not split by TP: every rank keeps the latent
+    shape = IterationShape(decodes=4, kv_hbm=4000, kv_remote=0, chunks=((128, 256, 0),))
+    ops = {op.name: op for op, _ in _attention_ops(m, shape, 8)}
+    n = 16
+    assert ops["attn.decode"].kv_cache_bytes == 4000 * 576 * 2
+    assert ops["attn.decode"].fwd_flops == 4000 * 2 * n * (2 * 512 + 64)  # absorbed: QK over 576, PV over 512
+    assert ops["attn.prefill0"].fwd_flops == 128 * 384 * 2 * n * (192 + 128)  # up-projected: 192 and 128 wide
+    assert ops["attn.prefill0"].kv_cache_bytes == 256 * 576 * 2

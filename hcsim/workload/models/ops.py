@@ -38,6 +38,7 @@ __all__ = [
     "latent_attention",
     "cache_values_per_rank",
     "kv_values_per_rank",
+    "attention_widths",
 ]
 
 PHASES = ("train", "prefill", "decode")
@@ -113,6 +114,23 @@ def cache_values_per_rank(spec: TransformerSpec, tp: int) -> int:
     if spec.is_mla:
         return spec.cache_values()  # kv_lora_rank + rope, not split by heads: every rank keeps it (vLLM)
     return 2 * kv_heads_per_rank(spec, tp) * spec.head_dim
+
+
+def attention_widths(spec: TransformerSpec, tp: int, decode: bool) -> tuple[int, int, int, int]:
+    """One TP rank's attention core per query token: (FLOPs per query-key pair, values it reads and writes
+    besides the cache (Q, O and the new cache entry; prefill: Q, K, V, O), values cached per key token,
+    the head width of its attention shape). Grouped-query: ``4q``, ``2q + 2kv``, ``2kv``, ``d``. Latent
+    (:func:`latent_attention`): decode ``2n(2c + r)``, ``n(c + r) + nc + (c + r)``, ``c + r``, ``(2c + r)/2``;
+    prefill ``2n(d_qk + d_v)``, ``2n(d_qk + d_v)``, ``c + r``, ``(d_qk + d_v)/2``.
+    """
+    if not spec.is_mla:
+        q, kv = spec.q_dim // tp, kv_heads_per_rank(spec, tp) * spec.head_dim
+        return 4 * q, 2 * q + 2 * kv, 2 * kv, spec.head_dim
+    n, c, r = spec.heads // tp, spec.kv_lora_rank, spec.qk_rope_head_dim
+    if decode:
+        return 2 * n * (2 * c + r), n * (c + r) + n * c + (c + r), c + r, max(1, (2 * c + r) // 2)
+    width = spec.head_dim + spec.v_head_dim
+    return 2 * n * width, 2 * n * width, c + r, max(1, width // 2)
 
 
 def _linear(

@@ -290,6 +290,8 @@ def _nemotron(name: str, layers: int, hidden: int, heads: int, kv: int, inner: i
 #: first_k_dense_replace 3, intermediate_size 18432, vocabulary 129280, untied, max_position_embeddings 163840
 #: (the default sequence here is 4096, its pre-training length), num_nextn_predict_layers 1. 671.0B
 #: parameters (the MTP module not counted, as the published 671B), 37.6B active (published: 37B).
+_V3_MOE = {"experts": 256, "top_k": 8, "expert_intermediate": 2048, "shared_intermediate": 2048, "first_dense": 3}
+_V3_MLA = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
 PRESETS: Registry[TransformerSpec] = Registry(
     "model",
     {
@@ -338,27 +340,9 @@ PRESETS: Registry[TransformerSpec] = Registry(
             sliding_window=128,
             sliding_every=2,
         ),  # fmt: skip
-        "deepseek-v3": TransformerSpec(
-            "deepseek-v3",
-            61,
-            7168,
-            128,
-            128,
-            18432,
-            129280,
-            4096,
-            experts=256,
-            top_k=8,
-            expert_intermediate=2048,
-            shared_intermediate=2048,
-            first_dense=3,
-            q_lora_rank=1536,
-            kv_lora_rank=512,
-            qk_nope_head_dim=128,
-            qk_rope_head_dim=64,
-            v_head_dim=128,
-            mtp_layers=1,
-        ),  # fmt: skip
+        "deepseek-v3": _llama(
+            "deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, mtp_layers=1, **_V3_MOE, **_V3_MLA
+        ),
     },
     valid="a config.json file or one of {}",
 )

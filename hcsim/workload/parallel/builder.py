@@ -286,9 +286,8 @@ class _Builder(GradientSync):
         seq = spec.sequence if sequence is None else sequence
         if cp > 1 or (seq != min(spec.sequence, tokens) and _takes(ops.block_operators, "context")):
             extra.update(context=seq, sequences=micro_batch)  # the attention spans the whole sequence
-        block_extra = extra
-        if sp and getattr(spec, "is_mla", False):  # latent attention's down projections run on the SP shard
-            block_extra = {**extra, "sequence_parallel": True}
+        mla_sp = sp and getattr(spec, "is_mla", False)  # latent attention's down projections run on the SP shard
+        block_extra = {**extra, "sequence_parallel": True} if mla_sp else extra
         side_extra = {"precision": policy} if policy is not None else {}
         # units of each stage and chunk: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head";
         # chunk c of stage p holds the layers of virtual stage c*pp + p
@@ -313,9 +312,8 @@ class _Builder(GradientSync):
         self.act = activation_bytes(tokens, spec.hidden, self.bpv)
         self.p2p = max(1.0, p2p_bytes(tokens, spec.hidden, self.bpv, tp, sp))
         self.a2a = alltoall_bytes(tokens, max(1, getattr(spec, "top_k", 0)), spec.hidden, self.bpv)
-        if cp > 1:  # the KV of the whole sequence, this TP rank's KV heads: K and V (ring attention's allgather)
-            kv_per_rank = ops.kv_values_per_rank(spec, tp)  # K and V widths (latent attention: nope+rope, v)
-            self.cp_bytes = float(tokens * cp * kv_per_rank * self.bpv)
+        if cp > 1:  # the KV of the whole sequence, this TP rank's K and V widths (ring attention's allgather)
+            self.cp_bytes = float(tokens * cp * ops.kv_values_per_rank(spec, tp) * self.bpv)
         self.nodes: dict[str, dict] = {}
         self.edges: list[tuple[str, str, bool]] = []
         self.checked: set[str] = set()
