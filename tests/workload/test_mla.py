@@ -242,3 +242,20 @@ def test_serving_kv_bytes_and_iteration_are_the_latent() -> None:
     assert ops["attn.decode"].fwd_flops == 4000 * 2 * n * (2 * 512 + 64)  # absorbed: QK over 576, PV over 512
     assert ops["attn.prefill0"].fwd_flops == 128 * 384 * 2 * n * (192 + 128)  # up-projected: 192 and 128 wide
     assert ops["attn.prefill0"].kv_cache_bytes == 256 * 576 * 2
+
+
+def test_mla_up_proj_recompute_drops_q_k_v_and_runs_the_up_projections_again() -> None:
+    """Megatron-Core's ``recompute_modules=["mla_up_proj"]``: Q, K, V (2·n(d_n + d_r) + n·d_v values per token)
+    are no longer kept; q_up and kv_up run their forward again before the attention backward."""
+    from hcsim.workload.parallel.costs import block_cost
+
+    m, t, tp = load_model("deepseek-v3"), 1024, 2
+    ops = block_operators(m, t, tp=tp, layer=5)
+    plain, up = block_cost(ops, "none"), block_cost(ops, "selective:mla_up_proj")
+    n = 64
+    assert plain.attention.activation_bytes - up.attention.activation_bytes == 2 * t * (2 * n * 192 + n * 128)
+    named = {o.name: o for o in ops}
+    assert up.attention.recompute_flops == named["attn.q_up"].fwd_flops + named["attn.kv_up"].fwd_flops
+    assert (up.mlp, up.experts) == (plain.mlp, plain.experts)
+    llama = block_operators(load_model("llama2-7b"), t, tp=tp)  # no latent attention: nothing to drop
+    assert block_cost(llama, "selective:mla_up_proj") == block_cost(llama, "selective:layernorm")

@@ -354,9 +354,13 @@ def latent_attention(
         nbytes = float(b * t * (2 * qk + 2 * vv))  # read Q, K (the rope key broadcast to every head), V; write O
         saved = nbytes + 4.0 * t * n
         shape = (batch, t // batch, ctx, n, max(1, (dn + dr + dv) // 2), True)
+        # the up projections' outputs Q, K, V among what the core keeps (what "mla_up_proj" recompute drops)
+        qkv = Operator(
+            "attn.qkv_up", "elementwise", 0.0, 0.0, 0.0, 0.0, 0, float(b * t * (2 * qk + vv)) if train else 0.0
+        )
         ops.append(Operator("attn.core", "attention", flops, 2.0 * flops if train else 0.0, nbytes,
                             2.0 * nbytes if train else 0.0, 0, saved if train else 0.0, attention=shape,
-                            precision=w.other))  # fmt: skip
+                            precision=w.other, inner=(qkv,)))  # fmt: skip
     ops.append(_linear("attn.out", t, vv, h, b, vv * h, train, **lin))
     return ops
 

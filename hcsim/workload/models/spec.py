@@ -2,9 +2,8 @@
 
 :class:`TransformerSpec` holds what decides FLOPs, bytes and parameters of a decoder-only
 transformer: blocks, hidden width, attention heads and KV heads (grouped-query attention),
-MLP width (SwiGLU's three matrices or a GELU MLP's two), vocabulary, default sequence
-length, precision, for mixture-of-experts models the experts, top-k and expert width, and for
-multi-head latent attention (DeepSeek-V2/V3) its ranks and head widths.
+MLP width (SwiGLU's or a GELU MLP's matrices), vocabulary, default sequence length, precision,
+the experts, top-k and expert width of a mixture of experts, latent attention's ranks and widths.
 Presets (:data:`PRESETS`) follow the published HuggingFace ``config.json`` files (GPT-3
 175B its paper); :func:`load_model` takes a preset name or a ``config.json`` path
 (LLaMA / Mistral / Mixtral / Qwen / Gemma / DeepSeek keys, read by ``model_type``, or GPT-2's

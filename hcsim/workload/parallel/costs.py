@@ -45,11 +45,10 @@ RECOMPUTE = ("none", "selective", "full")
 #: ``"selective:layernorm,moe_act"``; plain "selective" is Megatron's default, ``["core_attn"]``
 #: (megatron/core/transformer/transformer_config.py@d98e8a64). What each drops and runs again:
 #: docs/training-features.md, "Recompute modules".
-RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mlp")
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mlp", "mla_up_proj")
 #: modules Megatron has that hcsim does not model, and why (refused in one line)
 _UNMODELLED = {
     "moe": "it re-runs the token dispatch and combine all-to-alls, which hcsim does not re-issue",
-    "mla_up_proj": "hcsim has no multi-latent attention",
     "shared_experts": "not modelled",
 }
 
@@ -110,6 +109,8 @@ def check_recompute(recompute: Any) -> None:
 #: "layernorm" recompute does nothing: megatron/core/models/gpt/gpt_layer_specs.py@d98e8a64,
 #: megatron/core/transformer/transformer_layer.py@d98e8a64, ``recompute_pre_mlp_layernorm``)
 NORM_OUTPUT_READERS = ("moe.router", "moe.shared.up")
+#: latent attention's up projections (``q_lora_rank`` 0: one query projection), which "mla_up_proj" runs again
+MLA_UP_PROJ = ("attn.q_up", "attn.q", "attn.kv_up")
 #: a dense block's MLP module (fc1 with its fused norm, activation, fc2): "mlp" recompute keeps its input only
 MLP_MODULE = ("norm2", "mlp.up", "mlp.act", "mlp.down")
 
@@ -123,8 +124,14 @@ def recomputed_kept(op: Any, kept: float, modules: frozenset[str]) -> float:
     * moe_act: the experts' activation output (fc2's input) is discarded and recomputed from
       fc1's output (megatron/core/transformer/moe/experts.py@d98e8a64, ``activation_recompute``).
     * mlp (dense blocks): the MLP is checkpointed, only its input (``norm2``'s) is kept.
+    * mla_up_proj (latent attention): the up projections' outputs (Q, K, V), which the core
+      kept, are discarded and recomputed (megatron/core/transformer/multi_latent_attention.py@d98e8a64,
+      ``CheckpointWithoutOutput`` around ``qkv_up_proj_and_rope_apply``); the core keeps O and its
+      softmax statistics, the up projections their inputs.
     * core_attn: a FlashAttention-style core keeps no score matrix to drop: nothing changes.
     """
+    if "mla_up_proj" in modules and op.kind == "attention" and op.inner:
+        return max(0.0, kept - sum(i.activation_bytes for i in op.inner))
     if "layernorm" in modules and op.name in NORM_OUTPUT_READERS:
         return 0.0
     if "moe_act" in modules and op.kind == "experts":
@@ -231,6 +238,8 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
 def _selective(attention: list, around: list, experts: list, modules: frozenset[str]) -> UnitCost:
     """A block under ``selective:MODULES``: each part's recomputed operators and what it still keeps."""
     again_attn = [o for o in attention if o.kind == "attention"] if "core_attn" in modules else []
+    if "mla_up_proj" in modules:  # latent attention's up projections run again before the attention backward
+        again_attn = [o for o in attention if o.name in MLA_UP_PROJ] + again_attn
     again_mlp: list = []
     moe = any(o.name in NORM_OUTPUT_READERS for o in around)
     if "layernorm" in modules and moe:
