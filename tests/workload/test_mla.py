@@ -259,3 +259,68 @@ def test_mla_up_proj_recompute_drops_q_k_v_and_runs_the_up_projections_again() -
     assert (up.mlp, up.experts) == (plain.mlp, plain.experts)
     llama = block_operators(load_model("llama2-7b"), t, tp=tp)  # no latent attention: nothing to drop
     assert block_cost(llama, "selective:mla_up_proj") == block_cost(llama, "selective:layernorm")
+
+
+# ------------------------------------------------------------------ multi-token prediction (DeepSeek-V3)
+#: a small latent-attention MoE with one MTP module (the graph tests' size)
+TINY = {
+    **DEEPSEEK_V3, "hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 64, "n_routed_experts": 4,
+    "num_experts_per_tok": 2, "first_k_dense_replace": 1, "num_hidden_layers": 3, "num_attention_heads": 4,
+    "num_key_value_heads": 4, "q_lora_rank": 64, "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+    "v_head_dim": 32, "vocab_size": 1000, "max_position_embeddings": 128,
+}  # fmt: skip
+
+
+def test_mtp_module_operators_are_megatron_bridges_terms() -> None:
+    """The MTP block's matrix FLOPs per token are the last block's plus eh_proj's 6·2h²; its LM head 6hV;
+    its parameters the block's, two norms and eh_proj (the embedding and output weight are shared)."""
+    from hcsim.workload.models.ops import mtp_operators
+
+    m, t = load_model("deepseek-v3"), 256
+    block, head = mtp_operators(m, t)
+    matmul = sum(o.fwd_flops + o.bwd_flops - sum(i.fwd_flops + i.bwd_flops for i in o.inner)
+                 for o in block if o.kind in ("linear", "experts"))  # fmt: skip
+    last = sum(o.fwd_flops + o.bwd_flops - sum(i.fwd_flops + i.bwd_flops for i in o.inner)
+               for o in block_operators(m, t, layer=60) if o.kind in ("linear", "experts"))  # fmt: skip
+    assert matmul - last == 6.0 * t * 2 * 7168 * 7168
+    lm = {o.name: o for o in head}["head.lm"]
+    assert lm.fwd_flops + lm.bwd_flops == 6.0 * t * 7168 * 129280 and lm.params == 0
+    h = 7168
+    assert sum(o.params for o in block) == m.block_parameters(60) + 2 * h + 2 * h * h
+    assert [o.name for o in block[:4]] == ["mtp.enorm", "mtp.embedding", "mtp.hnorm", "mtp.eh_proj"]
+
+
+def test_the_pipeline_split_counts_mtp_as_megatron_bridge_lays_it_out() -> None:
+    """Bridge's DeepSeek-V3 layout ``Et|(tt|)*30mL`` on pp x vp = 8 x 4: one layer beside the embedding, two per
+    middle virtual stage, none beside MTP and the loss."""
+    from hcsim.workload.parallel.layout import pipeline_split
+
+    split = pipeline_split(61, 8, 4, mtp=1)
+    assert split.counts == (1,) + (2,) * 30 + (0,)
+    assert "MTP" in split.describe()
+    with pytest.raises(HcsimError, match="61 layers, not divisible"):
+        pipeline_split(61, 8, 4)
+
+
+def test_training_graph_runs_the_mtp_module_on_the_last_stage() -> None:
+    from hcsim.workload.parallel.builder import training_graph
+    from hcsim.workload.parallel.memory import training_memory
+
+    m = from_hf_config(TINY)
+    assert (m.mtp_layers, m.layers) == (1, 3)
+    w = training_graph(m, "tp=2,pp=2,dp=2,ep=2", [f"x{i}" for i in range(8)], microbatches=2, sequence=128,
+                       sequence_parallel=True)  # fmt: skip
+    names = list(w.nodes)
+    assert any(".MTP0." in v for v in names) and any(".MTP0.head" in v for v in names)
+    stages = {w.nodes[v]["location"] for v in names if ".MTP0." in v and w.nodes[v].get("type") == "compute"}
+    last = {w.nodes[v]["location"] for v in names if ".head" in v and w.nodes[v].get("type") == "compute"}
+    assert stages == last  # the MTP module runs where the LM head does
+    plain = replace(m, mtp_layers=0)
+    kw = {"sequence": 128, "microbatches": 2, "precision": "bf16", "pipeline_split": (2, 1)}  # the automatic one
+    with_mtp, without = (training_memory(x, "tp=2,pp=2,dp=2,ep=2", **kw) for x in (m, plain))
+    from hcsim.workload.models.ops import mtp_operators
+
+    held = sum(o.params for o in mtp_operators(m, 128, tp=2, ep=2)[0])  # per rank: the block's split, norms, eh_proj
+    assert held == sum(o.params for o in block_operators(m, 128, tp=2, ep=2, layer=2)) + 2 * 256 + 2 * 256 * 128
+    assert with_mtp[0] == without[0]
+    assert with_mtp[1].weights - without[1].weights == 2 * (held + 256)  # bf16, + its head's final norm

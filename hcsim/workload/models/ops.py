@@ -21,7 +21,7 @@ Every formula: docs/models.md, "Operator formulas".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hcsim.errors import HcsimError
 from hcsim.workload.models.precision import TrainingPrecision, training_precision
@@ -39,6 +39,7 @@ __all__ = [
     "cache_values_per_rank",
     "kv_values_per_rank",
     "attention_widths",
+    "mtp_operators",
 ]
 
 PHASES = ("train", "prefill", "decode")
@@ -483,3 +484,39 @@ def head_operators(
     if train:
         ops.append(_memory_bound("head.loss", "elementwise", 5.0 * t * vocab, 2.0 * t * vocab * b, 0, 0.0, train, o))
     return ops
+
+
+def mtp_operators(
+    spec: TransformerSpec,
+    tokens: int,
+    *,
+    tp: int = 1,
+    ep: int = 1,
+    precision: str | TrainingPrecision | None = None,
+    **block: object,
+) -> tuple[list[Operator], list[Operator]]:
+    """One multi-token-prediction module in training (DeepSeek-V3; Megatron-Core
+    megatron/core/transformer/multi_token_prediction.py@d98e8a64): (its block, its head).
+
+    The block: the shifted tokens' embedding (the model's table, no parameters of its own),
+    ``enorm`` and ``hnorm`` over ``h``, ``eh_proj`` (column-parallel, ``2h -> h``), then a
+    transformer block of the last block's kind (``block``: :func:`block_operators`' other
+    keywords). The head: the module's final norm, the LM head on the shared output weight (no
+    parameters of its own) and its loss, as :func:`head_operators`.
+    """
+    w = _Widths(spec, precision)
+    t, h, b = tokens, spec.hidden, w.b
+    lin = {"operand": w.operand, "precision": w.gemm}
+    kw = {"precision": precision} if precision is not None else {}
+    embed = [replace(op, name="mtp.embedding", params=0) for op in embedding_operators(spec, t, tp=tp, **kw)]
+    norms = [
+        _memory_bound(
+            f"mtp.{n}", "norm", 4.0 * t * h, 2.0 * t * h * b, spec.norm_parameters(), t * h * b, True, w.other
+        )
+        for n in ("enorm", "hnorm")
+    ]
+    proj = _linear("mtp.eh_proj", t, 2 * h, h // tp, b, 2 * h * (h // tp), True, **lin)
+    layer = block_operators(spec, t, tp=tp, ep=ep, layer=spec.layers - 1, phase="train", **kw, **block)  # type: ignore[arg-type]
+    head = head_operators(spec, t, tp=tp, **kw)
+    head = [replace(op, params=0) if op.name == "head.lm" else op for op in head]  # names kept: the same layers
+    return norms[:1] + embed + norms[1:] + [proj] + layer, head

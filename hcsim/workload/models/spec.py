@@ -78,7 +78,7 @@ class TransformerSpec:
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
-    mtp_layers: int = 0  # DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers): FLOPs only
+    mtp_layers: int = 0  # DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers)
 
     def __post_init__(self) -> None:
         self.validate()

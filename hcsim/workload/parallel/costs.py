@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.workload.models import ops as model_ops
 from hcsim.workload.models.precision import zero_shards
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "check_recompute",
     "fold",
     "layer_recompute",
+    "mtp_units",
     "recompute_modules",
     "state_bytes",
 ]
@@ -254,6 +256,20 @@ def _selective(attention: list, around: list, experts: list, modules: frozenset[
         return replace(folded, activation_bytes=float(kept))
 
     return UnitCost(part(attention, again_attn), part(around, again_mlp), part(experts, again_exp) if experts else None)
+
+
+def mtp_units(spec: Any, tokens: int, *, tp: int, ep: int, recompute: str, **block: Any) -> list[tuple[str, Any, str]]:
+    """The last stage's multi-token-prediction units (DeepSeek-V3's ``mtp_layers``), before the LM head:
+    per module its block ``MTP{i}`` (a block unit, recomputed as a chunk's first block) and its head
+    ``MTP{i}.head`` (:func:`hcsim.workload.models.ops.mtp_operators`; ``block``: their keywords)."""
+    out: list[tuple[str, Any, str]] = []
+    for i in range(getattr(spec, "mtp_layers", 0)):
+        ops, head = model_ops.mtp_operators(spec, tokens, tp=tp, ep=ep, **block)
+        out += [
+            (f"MTP{i}", block_cost(ops, layer_recompute(recompute, 0)), "block"),
+            (f"MTP{i}.head", fold(head), "head"),
+        ]
+    return out
 
 
 def state_bytes(params: int, bytes_per_value: int, zero: int, dp: int) -> float:
