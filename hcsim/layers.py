@@ -119,6 +119,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.workload.catalog", "the named workloads of `hcsim run --workload` (allreduce, fig3, ...)"),
             ("hcsim.workload.models", "transformer models: their shape and operators"),
             ("hcsim.workload.models.spec", "a transformer's shape (`TransformerSpec`), presets, HF `config.json`"),
+            ("hcsim.workload.models.flops", "model FLOPs per trained token as Megatron counts them (GQA, MLA, MTP)"),
             ("hcsim.workload.models.precision", "training precisions (fp32, fp16, bf16, fp8): bytes per tensor kind"),
             ("hcsim.workload.models.ops", "per-operator FLOPs, memory traffic, parameters and activations"),
             ("hcsim.workload.models.inference", "inference steps as workload graphs: prefill, decode, tensor-parallel"),

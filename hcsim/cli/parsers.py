@@ -263,7 +263,7 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--recompute-modules",
         help="selective recomputation of these Megatron-Core modules, comma-separated: core_attn, layernorm, "
-        "moe_act, mlp (implies --recompute selective; docs/training-features.md)",
+        "moe_act, mlp, mla_up_proj (implies --recompute selective; docs/training-features.md)",
     )
     g.add_argument(
         "--recompute-num-layers",

@@ -53,8 +53,9 @@ from hcsim.platform.probe import host_facts, precheck_platform
 from hcsim.platform.topology import Topology
 from hcsim.workload.catalog import DATA_PARALLEL
 from hcsim.workload.graph import Workload
+from hcsim.workload.models.flops import model_flops_per_token
 from hcsim.workload.models.inference import check_inference, inference_step
-from hcsim.workload.models.spec import load_model, model_flops_per_token
+from hcsim.workload.models.spec import load_model
 from hcsim.workload.parallel.factory import TrainingWorkload
 from hcsim.workload.parallel.layout import Layout, experts_order, pipeline_split
 from hcsim.workload.parallel.memory import check_fits, training_memory
@@ -474,7 +475,8 @@ def _pipeline_note(workload: TrainingWorkload, xpus: int) -> str | None:
     """The pipeline split in one line when it is not even (LLaMA-3.1-405B's 126 layers on pp x vp = 64)."""
     layout = workload.full_layout(xpus)
     layout.check(xpus, workload.spec, workload.options.get("pipeline_split"))
-    split = pipeline_split(workload.spec.layers, layout.pp, layout.vp, workload.options.get("pipeline_split"))
+    mtp = getattr(workload.spec, "mtp_layers", 0)
+    split = pipeline_split(workload.spec.layers, layout.pp, layout.vp, workload.options.get("pipeline_split"), mtp=mtp)
     return None if split.even else split.describe()
 
 

@@ -55,6 +55,9 @@ HOW: dict[str, str] = {
     "hcsim cluster --trace examples/traces/sample.swf --policy mlfq --out results/sample": "fast",
     "hcsim queue-selection --method all --set 1d": "fast",
     "hcsim demo": "fast",
+    # docs/models.md (latent attention and MTP on a 4-block DeepSeek-V3: about 15 s)
+    "hcsim run --system dgx-h100 --xpus 64 --model examples/models/deepseek-v3-4layers-config.json --precision fp8 "
+    "--parallel tp=2,pp=2,ep=16 --micro-batch 1 --microbatches 4 --sequence 4096 --calibration dgx-h100 --fast": "slow",
     # docs/benchmarks.md
     "python experiments/bench_platform.py": BENCH,
     "python experiments/bench_engine.py": BENCH,

@@ -134,7 +134,8 @@ def test_an_unknown_model_type_warns_once_in_one_line(tmp_path: Path) -> None:
         ({"model_type": "mamba"}, "model_type 'mamba' is not a decoder-only transformer"),
         ({"model_type": "t5", "is_encoder_decoder": True}, "not a decoder-only transformer"),
         ({"moe_layer_freq": 2}, "moe_layer_freq 2 is not modelled"),
-        ({"kv_lora_rank": 512}, "multi-head latent attention"),
+        ({"kv_lora_rank": 512}, "key 'qk_nope_head_dim' is missing"),  # latent attention needs all its widths
+        ({"kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 0}, "v_head_dim 0"),
     ],
 )
 def test_what_cannot_be_read_as_published_is_refused(change: dict, match: str) -> None:

@@ -436,7 +436,7 @@ def test_hf_moe_spellings(tmp_path):
 
 @pytest.mark.parametrize(
     "extra,message",
-    [({"kv_lora_rank": 512, "n_routed_experts": 4}, "multi-head latent attention"),
+    [({"kv_lora_rank": 512, "n_routed_experts": 4}, "key 'qk_nope_head_dim' is missing"),
      ({"num_experts": 4, "mlp_only_layers": [0]}, "mlp_only_layers"),
      ({"sliding_window": 64, "layer_types": ["full_attention", "sliding_attention"] * 2}, "not every k-th block"),
      ({"sliding_window": 64, "use_sliding_window": True}, "use_sliding_window")],
@@ -450,7 +450,7 @@ def test_hf_what_cannot_be_modelled_is_refused(tmp_path, extra, message):
 # ------------------------------------------------------------------ 9. model FLOPs
 def test_model_flops_reproduce_narayanan_and_the_causal_halving():
     """megatron-2024 = NAR's 72 B s L h^2 (1 + s/6h + V/12Lh) per token; megatron halves the 12 q s core term."""
-    from hcsim.workload.models.spec import model_flops_per_token
+    from hcsim.workload.models.flops import model_flops_per_token
 
     m, s = load_model("gpt3-175b"), 2048
     L, h, V = 96, 12288, 50257

@@ -33,11 +33,12 @@ from hcsim.workload.graph import ALGORITHMS, Workload
 from hcsim.workload.models.inference import tp_allreduce_bytes
 from hcsim.workload.models.ops import (
     Operator,
+    attention_widths,
     block_operators,
+    cache_values_per_rank,
     check_layout,
     embedding_operators,
     head_operators,
-    kv_heads_per_rank,
 )
 from hcsim.workload.models.spec import TransformerSpec
 
@@ -47,8 +48,6 @@ REPEAT_LAYERS = 3
 """Blocks a layer-repeated iteration runs in SimGrid: the first, and two whose periods must agree."""
 LAYER_REPEAT_TOLERANCE = 1e-9
 """The second and third blocks' periods must agree within this fraction (as hcsim.fast.repeat's iterations)."""
-
-_ATTN = ("norm1", "attn.qkv", "attn.core", "attn.out")
 
 
 @dataclass(frozen=True, order=True)
@@ -76,38 +75,46 @@ class IterationShape:
         return self.decodes + len(self.chunks)
 
 
+def _in_attention(op: Operator) -> bool:
+    """Whether ``op`` runs before the attention's TP allreduce (norm1 .. attn.out, latent attention's too)."""
+    return op.name == "norm1" or op.name.startswith("attn.")
+
+
 def kv_bytes_per_token(spec: TransformerSpec, tp: int) -> int:
-    """KV-cache bytes one token takes on one TP rank: K and V of every layer."""
-    return 2 * kv_heads_per_rank(spec, tp) * spec.head_dim * spec.bytes_per_value * spec.layers
+    """KV-cache bytes one token takes on one TP rank: K and V of every layer (latent attention: the latent)."""
+    return cache_values_per_rank(spec, tp) * spec.bytes_per_value * spec.layers
 
 
 def _attention_ops(spec: TransformerSpec, shape: IterationShape, tp: int) -> list[tuple[Operator, str]]:
     """The iteration's attention kernels on one rank, each with its data's tier ("" local, "remote", "host")."""
-    b, d = spec.bytes_per_value, spec.head_dim
-    q, kv = spec.q_dim // tp, kv_heads_per_rank(spec, tp) * d
-    heads = spec.heads // tp
+    b, heads = spec.bytes_per_value, spec.heads // tp
+    # per query-key pair FLOPs, values moved per query besides the cache, cached values per token, shape width
+    pair, io, cached, d = attention_widths(spec, tp, decode=True)
+    pre_pair, pre_io, _, pre_d = attention_widths(spec, tp, decode=False)
     out: list[tuple[Operator, str]] = []
     n = shape.decodes
     if n:
-        kv_read = 2.0 * shape.kv_hbm * kv * b
-        nbytes = kv_read + b * n * (2 * q + 2 * kv)  # + read Q, write O, write the new K and V
+        kv_read = 1.0 * shape.kv_hbm * cached * b
+        nbytes = kv_read + b * n * io  # + read Q, write O, write the new K and V (or latent)
         mean_kv = max(1, round(shape.kv_hbm / n))
-        op = Operator("attn.decode", "attention", 4.0 * shape.kv_hbm * q, 0.0, nbytes, 0.0, 0, 0.0,
+        op = Operator("attn.decode", "attention", 1.0 * shape.kv_hbm * pair, 0.0, nbytes, 0.0, 0, 0.0,
                       kv_cache_bytes=kv_read, attention=(n, 1, mean_kv, heads, d, False))  # fmt: skip
         out.append((op, False))
     for name, col, decode_tokens in (("remote", 2, shape.kv_remote), ("host", 3, shape.kv_host)):
         tokens = decode_tokens + sum(c[col] for c in shape.chunks if len(c) > col)
         if tokens:
-            flops = 4.0 * q * (decode_tokens + sum(c[0] * c[col] for c in shape.chunks if len(c) > col))
-            kv_read = 2.0 * tokens * kv * b
+            flops = 1.0 * pair * decode_tokens + 1.0 * pre_pair * sum(
+                c[0] * c[col] for c in shape.chunks if len(c) > col
+            )
+            kv_read = 1.0 * tokens * cached * b
             op = Operator(f"attn.{name}", "attention", flops, 0.0, kv_read, 0.0, 0, 0.0, kv_cache_bytes=kv_read)
             out.append((op, name))
     for j, (t, prior, *_) in enumerate(shape.chunks):
         ctx = prior + t
-        kv_read = 2.0 * prior * kv * b  # the chunk attends to the KV its earlier chunks wrote
-        nbytes = kv_read + b * t * (2 * q + 2 * kv)
-        op = Operator(f"attn.prefill{j}", "attention", 4.0 * t * ctx * q, 0.0, nbytes, 0.0, 0, 0.0,
-                      kv_cache_bytes=kv_read, attention=(1, t, ctx, heads, d, True))  # fmt: skip
+        kv_read = 1.0 * prior * cached * b  # the chunk attends to the KV its earlier chunks wrote
+        nbytes = kv_read + b * t * pre_io
+        op = Operator(f"attn.prefill{j}", "attention", 1.0 * t * ctx * pre_pair, 0.0, nbytes, 0.0, 0, 0.0,
+                      kv_cache_bytes=kv_read, attention=(1, t, ctx, heads, pre_d, True))  # fmt: skip
         out.append((op, ""))
     return out
 
@@ -185,7 +192,7 @@ def iteration_graph(
         for part in ("attn", "mlp"):
             for x in group:
                 for op in ops:
-                    if op.name == "add2" or (op.name in _ATTN) != (part == "attn"):
+                    if op.name == "add2" or _in_attention(op) != (part == "attn"):
                         continue
                     if op.name != "attn.core":
                         compute(x, f"l{i}.{op.name}", op)
@@ -379,6 +386,6 @@ class IterationTimer:
         if self.kv_bucket == 1:
             return 0.0
         spec, tp = self.spec, len(self.group)
-        q, kv = spec.q_dim // tp, kv_heads_per_rank(spec, tp) * spec.head_dim
-        per_token = max(4.0 * q / rate, 2.0 * kv * spec.bytes_per_value / bandwidth)
+        pair, _, cached, _ = attention_widths(spec, tp, decode=True)
+        per_token = max(1.0 * pair / rate, 1.0 * cached * spec.bytes_per_value / bandwidth)
         return spec.layers * (self.kv_bucket - 1) * per_token

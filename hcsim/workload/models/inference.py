@@ -29,10 +29,10 @@ from hcsim.workload.graph import Workload
 from hcsim.workload.models.ops import (
     Operator,
     block_operators,
+    cache_values_per_rank,
     check_layout,
     embedding_operators,
     head_operators,
-    kv_heads_per_rank,
 )
 from hcsim.workload.models.spec import TransformerSpec
 
@@ -138,7 +138,7 @@ def _replica(
 
     b = spec.bytes_per_value
     # the K and V the step appends to the cache (prefill: the whole prompt; decode: one token)
-    kv_written = 2 * tokens * kv_heads_per_rank(spec, tp) * spec.head_dim * b
+    kv_written = tokens * cache_values_per_rank(spec, tp) * b
     for x in group:
         for op in embed:
             compute(x, op.name, op, op.params * b, f"{prefix}{x}.embedding")
@@ -165,6 +165,6 @@ def _part(op: Operator) -> str:
     """Which TP allreduce an operator comes before: the attention's (norm1 .. out) or the MLP's (add1 .. down)."""
     if op.name == "add2":
         return "after"
-    if op.name in ("norm1", "attn.qkv", "attn.core", "attn.out"):
+    if op.name == "norm1" or op.name.startswith("attn."):
         return "attn"
     return "mlp"

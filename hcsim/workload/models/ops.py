@@ -11,8 +11,9 @@ the KV cache; memory-bound operators move their reads plus writes; MoE experts a
 balanced routing.
 
 Invariant: training FLOPs of a whole model equal ``6 x (matmul parameters) x tokens +
-12 x L x s x q x tokens`` plus the memory-bound operators (tested to 1e-12); biases count
-in parameters and weight bytes, not in FLOPs.
+12 x L x s x q x tokens`` plus the memory-bound operators (tested to 1e-12; latent attention:
+``6 x L x s x heads x (nope + rope + v)`` for the core); biases count in parameters and
+weight bytes, not in FLOPs. Latent attention (DeepSeek-V2/V3): :func:`latent_attention`.
 
 Every formula: docs/models.md, "Operator formulas".
 """
@@ -20,7 +21,7 @@ Every formula: docs/models.md, "Operator formulas".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hcsim.errors import HcsimError
 from hcsim.workload.models.precision import TrainingPrecision, training_precision
@@ -34,6 +35,11 @@ __all__ = [
     "head_operators",
     "check_layout",
     "kv_heads_per_rank",
+    "latent_attention",
+    "cache_values_per_rank",
+    "kv_values_per_rank",
+    "attention_widths",
+    "mtp_operators",
 ]
 
 PHASES = ("train", "prefill", "decode")
@@ -95,6 +101,37 @@ def check_layout(spec: TransformerSpec, tp: int = 1, ep: int = 1) -> None:
 def kv_heads_per_rank(spec: TransformerSpec, tp: int) -> int:
     """KV heads each TP rank holds (replicated when tp > kv_heads)."""
     return max(spec.kv_heads // tp, 1)
+
+
+def kv_values_per_rank(spec: TransformerSpec, tp: int) -> int:
+    """Widths of the keys plus the values one TP rank's attention core reads per token (K and V summed)."""
+    if spec.is_mla:
+        return spec.heads // tp * (spec.head_dim + spec.v_head_dim)
+    return 2 * kv_heads_per_rank(spec, tp) * spec.head_dim
+
+
+def cache_values_per_rank(spec: TransformerSpec, tp: int) -> int:
+    """Values one TP rank caches per token and block: K and V of its KV heads, or the whole latent (MLA)."""
+    if spec.is_mla:
+        return spec.cache_values()  # kv_lora_rank + rope, not split by heads: every rank keeps it (vLLM)
+    return 2 * kv_heads_per_rank(spec, tp) * spec.head_dim
+
+
+def attention_widths(spec: TransformerSpec, tp: int, decode: bool) -> tuple[int, int, int, int]:
+    """One TP rank's attention core per query token: (FLOPs per query-key pair, values it reads and writes
+    besides the cache (Q, O and the new cache entry; prefill: Q, K, V, O), values cached per key token,
+    the head width of its attention shape). Grouped-query: ``4q``, ``2q + 2kv``, ``2kv``, ``d``. Latent
+    (:func:`latent_attention`): decode ``2n(2c + r)``, ``n(c + r) + nc + (c + r)``, ``c + r``, ``(2c + r)/2``;
+    prefill ``2n(d_qk + d_v)``, ``2n(d_qk + d_v)``, ``c + r``, ``(d_qk + d_v)/2``.
+    """
+    if not spec.is_mla:
+        q, kv = spec.q_dim // tp, kv_heads_per_rank(spec, tp) * spec.head_dim
+        return 4 * q, 2 * q + 2 * kv, 2 * kv, spec.head_dim
+    n, c, r = spec.heads // tp, spec.kv_lora_rank, spec.qk_rope_head_dim
+    if decode:
+        return 2 * n * (2 * c + r), n * (c + r) + n * c + (c + r), c + r, max(1, (2 * c + r) // 2)
+    width = spec.head_dim + spec.v_head_dim
+    return 2 * n * width, 2 * n * width, c + r, max(1, width // 2)
 
 
 def _linear(
@@ -188,6 +225,7 @@ def block_operators(
     phase: str = "train",
     precision: str | TrainingPrecision | None = None,
     sequences: int | None = None,
+    sequence_parallel: bool = False,
 ) -> list[Operator]:
     """One transformer block for ``tokens`` tokens on one TP rank (formulas: docs/models.md, "Operator formulas").
 
@@ -198,6 +236,8 @@ def block_operators(
     bf16, fp8; default the spec's): fp8 reads GEMM operands as 1 byte. ``sequences``: the
     sequences the tokens belong to (the attention shape's batch; default ``tokens // context``,
     which context parallelism, where a rank holds 1/cp of each sequence, sets explicitly).
+    ``sequence_parallel``: latent attention's down projections (replicated on every TP rank) run
+    on the rank's ``tokens / tp`` sequence shard, as Megatron-Core's MLASelfAttention does.
     """
     check_layout(spec, tp, ep)
     c = _check_phase(spec, tokens, phase, context)
@@ -210,6 +250,10 @@ def block_operators(
     norm_params = spec.norm_parameters()
     lin = {"operand": w.operand, "precision": w.gemm}
     ops = [_memory_bound("norm1", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other)]
+    if spec.is_mla:
+        shard = t // tp if sequence_parallel and tp > 1 and t % tp == 0 else t
+        ops += latent_attention(spec, t, spec.attention_window(layer, c), tp, phase, sequences, w, shard)
+        return _after_attention(spec, ops, t, tp, ep, layer, train, w)
     ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train, **lin))
     c = spec.attention_window(layer, c)  # a sliding-window block attends its window only
     core_flops = 4.0 * t * c * q
@@ -242,6 +286,15 @@ def block_operators(
         )
     )
     ops.append(_linear("attn.out", t, q, h, b, q * h + (h if bias else 0), train, **lin))
+    return _after_attention(spec, ops, t, tp, ep, layer, train, w)
+
+
+def _after_attention(
+    spec: TransformerSpec, ops: list[Operator], t: int, tp: int, ep: int, layer: int, train: bool, w: _Widths
+) -> list[Operator]:
+    """The block after its attention output: add, norm, the dense MLP or the MoE, add."""
+    h, b, bias, norm_params = spec.hidden, w.b, spec.bias, spec.norm_parameters()
+    lin = {"operand": w.operand, "precision": w.gemm}
     ops.append(_memory_bound("add1", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
     ops.append(_memory_bound("norm2", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other))
     if spec.is_moe_layer(layer):
@@ -255,6 +308,69 @@ def block_operators(
         ops.append(_linear("mlp.down", t, inner, h, b, inner * h + (h if bias else 0), train, **lin))
     ops.append(_memory_bound("add2", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
     return ops
+
+
+def latent_attention(
+    spec: TransformerSpec, t: int, ctx: int, tp: int, phase: str, sequences: int | None, w: _Widths, shard: int
+) -> list[Operator]:
+    """Multi-head latent attention (DeepSeek-V2/V3) on one TP rank, from the norm's output to ``attn.out``.
+
+    Megatron-Core's MLASelfAttention split (megatron/core/transformer/multi_latent_attention.py@d98e8a64):
+    the down projections (``h -> q_lora_rank``, ``h -> kv_lora_rank + rope``) are duplicated on every
+    TP rank over ``shard`` tokens, their norms replicated; the up projections and ``attn.out`` split
+    by heads. The core's QK products are ``nope + rope`` wide, its PV products ``v_head_dim``; the
+    attention shape carries their mean, so FlashAttention's ``4·b·pairs·h·d`` counts both exactly.
+    Decode is vLLM's absorbed form (vllm/attention/backends/mla): the query's nope part times
+    ``W_UK`` into the latent, attention over the cached latent (``kv_lora_rank + rope`` per token,
+    one copy per rank), the output times ``W_UV``; prefill and training up-project keys and values.
+    """
+    train = phase == "train"
+    h, b, n = spec.hidden, w.b, spec.heads // tp
+    r, c = spec.q_lora_rank, spec.kv_lora_rank
+    dn, dr, dv = spec.qk_nope_head_dim, spec.qk_rope_head_dim, spec.v_head_dim
+    lin = {"operand": w.operand, "precision": w.gemm}
+    qk, vv = n * (dn + dr), n * dv
+    ops = []
+    if r:
+        ops.append(_linear("attn.q_down", shard, h, r, b, h * r, train, **lin))
+        ops.append(_memory_bound("attn.q_norm", "norm", 4.0 * t * r, 2.0 * t * r * b, r, t * r * b, train, w.other))
+        ops.append(_linear("attn.q_up", t, r, qk, b, r * qk, train, **lin))
+    else:
+        ops.append(_linear("attn.q", t, h, qk, b, h * qk, train, **lin))
+    ops.append(_linear("attn.kv_down", shard, h, c + dr, b, h * (c + dr), train, **lin))
+    ops.append(_memory_bound("attn.kv_norm", "norm", 4.0 * t * c, 2.0 * t * c * b, c, t * c * b, train, w.other))
+    if phase == "decode":
+        ops.append(_per_head("attn.q_absorb", t, dn, c, n, b, w))  # q_nope x W_UK: the query in the latent
+        kv_read = float(t * ctx * (c + dr) * b)
+        nbytes = kv_read + b * t * (n * (c + dr) + n * c + (c + dr))  # + read q, write o, append the latent
+        flops = 2.0 * t * ctx * n * (2 * c + dr)
+        shape = (t, 1, ctx, n, max(1, (2 * c + dr) // 2), False)
+        ops.append(Operator("attn.core", "attention", flops, 0.0, nbytes, 0.0, 0, 0.0, kv_cache_bytes=kv_read,
+                            attention=shape, precision=w.other))  # fmt: skip
+        ops.append(_per_head("attn.out_absorb", t, c, dv, n, b, w))  # the latent output x W_UV
+    else:
+        ops.append(_linear("attn.kv_up", t, c, n * (dn + dv), b, c * n * (dn + dv), train, **lin))
+        batch = max(1, t // ctx) if sequences is None else sequences
+        flops = 2.0 * t * ctx * (qk + vv)
+        nbytes = float(b * t * (2 * qk + 2 * vv))  # read Q, K (the rope key broadcast to every head), V; write O
+        saved = nbytes + 4.0 * t * n
+        shape = (batch, t // batch, ctx, n, max(1, (dn + dr + dv) // 2), True)
+        # the up projections' outputs Q, K, V among what the core keeps (what "mla_up_proj" recompute drops)
+        qkv = Operator(
+            "attn.qkv_up", "elementwise", 0.0, 0.0, 0.0, 0.0, 0, float(b * t * (2 * qk + vv)) if train else 0.0
+        )
+        ops.append(Operator("attn.core", "attention", flops, 2.0 * flops if train else 0.0, nbytes,
+                            2.0 * nbytes if train else 0.0, 0, saved if train else 0.0, attention=shape,
+                            precision=w.other, inner=(qkv,)))  # fmt: skip
+    ops.append(_linear("attn.out", t, vv, h, b, vv * h, train, **lin))
+    return ops
+
+
+def _per_head(name: str, t: int, k: int, n: int, heads: int, b: int, w: _Widths) -> Operator:
+    """``heads`` GEMMs ``t x k x n`` (one per head; inference only), as one ``t x (heads·n) x k`` shape."""
+    nbytes = float(b * heads * (k * n + t * k + t * n))
+    return Operator(name, "linear", 2.0 * t * k * n * heads, 0.0, nbytes, 0.0, heads * k * n, 0.0,
+                    weight_bytes=float(b * heads * k * n), gemm=(t, heads * n, k), precision=w.gemm)  # fmt: skip
 
 
 def touched_experts(spec: TransformerSpec, tokens: int, ep: int = 1) -> float:
@@ -368,3 +484,39 @@ def head_operators(
     if train:
         ops.append(_memory_bound("head.loss", "elementwise", 5.0 * t * vocab, 2.0 * t * vocab * b, 0, 0.0, train, o))
     return ops
+
+
+def mtp_operators(
+    spec: TransformerSpec,
+    tokens: int,
+    *,
+    tp: int = 1,
+    ep: int = 1,
+    precision: str | TrainingPrecision | None = None,
+    **block: object,
+) -> tuple[list[Operator], list[Operator]]:
+    """One multi-token-prediction module in training (DeepSeek-V3; Megatron-Core
+    megatron/core/transformer/multi_token_prediction.py@d98e8a64): (its block, its head).
+
+    The block: the shifted tokens' embedding (the model's table, no parameters of its own),
+    ``enorm`` and ``hnorm`` over ``h``, ``eh_proj`` (column-parallel, ``2h -> h``), then a
+    transformer block of the last block's kind (``block``: :func:`block_operators`' other
+    keywords). The head: the module's final norm, the LM head on the shared output weight (no
+    parameters of its own) and its loss, as :func:`head_operators`.
+    """
+    w = _Widths(spec, precision)
+    t, h, b = tokens, spec.hidden, w.b
+    lin = {"operand": w.operand, "precision": w.gemm}
+    kw = {"precision": precision} if precision is not None else {}
+    embed = [replace(op, name="mtp.embedding", params=0) for op in embedding_operators(spec, t, tp=tp, **kw)]
+    norms = [
+        _memory_bound(
+            f"mtp.{n}", "norm", 4.0 * t * h, 2.0 * t * h * b, spec.norm_parameters(), t * h * b, True, w.other
+        )
+        for n in ("enorm", "hnorm")
+    ]
+    proj = _linear("mtp.eh_proj", t, 2 * h, h // tp, b, 2 * h * (h // tp), True, **lin)
+    layer = block_operators(spec, t, tp=tp, ep=ep, layer=spec.layers - 1, phase="train", **kw, **block)  # type: ignore[arg-type]
+    head = head_operators(spec, t, tp=tp, **kw)
+    head = [replace(op, params=0) if op.name == "head.lm" else op for op in head]  # names kept: the same layers
+    return norms[:1] + embed + norms[1:] + [proj] + layer, head

@@ -2,8 +2,8 @@
 
 :class:`TransformerSpec` holds what decides FLOPs, bytes and parameters of a decoder-only
 transformer: blocks, hidden width, attention heads and KV heads (grouped-query attention),
-MLP width (SwiGLU's three matrices or a GELU MLP's two), vocabulary, default sequence
-length, precision, and for mixture-of-experts models the experts, top-k and expert width.
+MLP width (SwiGLU's or a GELU MLP's matrices), vocabulary, default sequence length, precision,
+the experts, top-k and expert width of a mixture of experts, latent attention's ranks and widths.
 Presets (:data:`PRESETS`) follow the published HuggingFace ``config.json`` files (GPT-3
 175B its paper); :func:`load_model` takes a preset name or a ``config.json`` path
 (LLaMA / Mistral / Mixtral / Qwen / Gemma / DeepSeek keys, read by ``model_type``, or GPT-2's
@@ -38,7 +38,6 @@ __all__ = [
     "BYTES_PER_VALUE",
     "HF_FAMILIES",
     "UnknownModelType",
-    "model_flops_per_token",
 ]
 
 #: bytes per value of the engine's precisions (bf16 counts as fp16: same width and rate)
@@ -71,6 +70,15 @@ class TransformerSpec:
     first_dense: int = 0  # MoE models: the first blocks are dense (DeepSeek's first_k_dense_replace)
     sliding_window: int = 0  # keys a query of a sliding-window block attends (gpt-oss); 0 = every block is full
     sliding_every: int = 0  # blocks 0, k, 2k, ... use the sliding window (gpt-oss: 2, alternating)
+    # multi-head latent attention (DeepSeek-V2/V3; kv_lora_rank 0 = none): queries through a q_lora_rank
+    # bottleneck (0 = a full h -> heads x (nope + rope) projection, DeepSeek-V2-Lite), keys and values
+    # from a kv_lora_rank latent plus one shared rope key of qk_rope_head_dim; values of v_head_dim
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    mtp_layers: int = 0  # DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -85,14 +93,15 @@ class TransformerSpec:
                 raise HcsimError(f"{who}: {field} {value!r} is invalid (valid: an integer >= 1)")
         for field in (
             "experts", "top_k", "expert_intermediate", "position_embeddings", "kv_channels", "shared_intermediate",
-            "first_dense", "sliding_window", "sliding_every",
+            "first_dense", "sliding_window", "sliding_every", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+            "qk_rope_head_dim", "v_head_dim", "mtp_layers",
         ):  # fmt: skip
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise HcsimError(f"{who}: {field} {value!r} is invalid (valid: an integer >= 0)")
         if self.precision not in BYTES_PER_VALUE:
             raise HcsimError(f"{who}: precision {self.precision!r} is unknown (valid: fp16, fp32)")
-        if self.hidden % self.heads and not self.kv_channels:
+        if self.hidden % self.heads and not (self.kv_channels or self.kv_lora_rank):
             raise HcsimError(
                 f"{who}: hidden {self.hidden} is not divisible by heads {self.heads} (valid: set kv_channels)"
             )
@@ -100,6 +109,14 @@ class TransformerSpec:
             raise HcsimError(f"{who}: sliding_window and sliding_every go together (valid: both 0 or both >= 1)")
         if (self.shared_intermediate or self.first_dense) and not self.experts:
             raise HcsimError(f"{who}: shared_intermediate and first_dense need experts >= 1 (a mixture of experts)")
+        mla = (self.q_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim)
+        if self.kv_lora_rank and not all(mla[1:]) or any(mla) and not self.kv_lora_rank:
+            raise HcsimError(
+                f"{who}: latent attention needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim "
+                "all >= 1 (q_lora_rank >= 0), or all 0"
+            )
+        if self.kv_lora_rank and (self.kv_heads != self.heads or self.kv_channels or self.bias):
+            raise HcsimError(f"{who}: latent attention has kv_heads == heads, no kv_channels and no biases")
         if self.heads % self.kv_heads:
             raise HcsimError(f"{who}: heads {self.heads} is not divisible by kv_heads {self.kv_heads}")
         if self.experts:
@@ -118,17 +135,30 @@ class TransformerSpec:
         return BYTES_PER_VALUE[self.precision]
 
     @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3) rather than grouped-query attention."""
+        return self.kv_lora_rank > 0
+
+    @property
     def head_dim(self) -> int:
+        """A query's (and key's) head width: nope + rope under latent attention."""
+        if self.is_mla:
+            return self.qk_nope_head_dim + self.qk_rope_head_dim
         return self.kv_channels or self.hidden // self.heads
 
     @property
+    def v_dim(self) -> int:
+        """Width of the attention output (heads x the value head width)."""
+        return self.heads * (self.v_head_dim if self.is_mla else self.head_dim)
+
+    @property
     def q_dim(self) -> int:
-        """Width of the queries (and of the attention output): heads x head_dim."""
+        """Width of the queries (and, without latent attention, of the attention output): heads x head_dim."""
         return self.heads * self.head_dim
 
     @property
     def kv_dim(self) -> int:
-        """Width of the keys (and of the values): kv_heads x head_dim."""
+        """Width of the keys (and, without latent attention, of the values): kv_heads x head_dim."""
         return self.kv_heads * self.head_dim
 
     @property
@@ -154,6 +184,11 @@ class TransformerSpec:
 
     def attention_parameters(self) -> int:
         h, q, kv = self.hidden, self.q_dim, self.kv_dim
+        if self.is_mla:  # q: down, norm, up (or one h x q); kv: down to latent + rope key, norm, up; out
+            r, c = self.q_lora_rank, self.kv_lora_rank
+            queries = r * (h + 1 + q) if r else h * q
+            latent = c * (h + 1 + self.heads * (self.qk_nope_head_dim + self.v_head_dim)) + h * self.qk_rope_head_dim
+            return queries + latent + self.v_dim * h
         return h * q + 2 * h * kv + q * h + ((q + 2 * kv + h) if self.bias else 0)
 
     def mlp_parameters(self) -> int:
@@ -209,9 +244,13 @@ class TransformerSpec:
         """All parameters at the model's precision."""
         return self.parameters() * self.bytes_per_value
 
+    def cache_values(self) -> int:
+        """Values one token caches per block: K and V of each KV head, or (latent) kv_lora_rank + the rope key."""
+        return self.kv_lora_rank + self.qk_rope_head_dim if self.is_mla else 2 * self.kv_dim
+
     def kv_cache_bytes(self, batch: int, context: int) -> int:
-        """Bytes of the KV cache for ``batch`` sequences of ``context`` tokens: 2·L·kv_heads·d·context·b·bytes."""
-        return 2 * self.layers * self.kv_dim * context * batch * self.bytes_per_value
+        """Bytes of the KV cache for ``batch`` sequences of ``context`` tokens: L·cache_values·context·b·bytes."""
+        return self.layers * self.cache_values() * context * batch * self.bytes_per_value
 
 
 def _llama(name: str, layers: int, hidden: int, heads: int, kv: int, inner: int, vocab: int, seq: int, **kw: Any):
@@ -256,6 +295,14 @@ def _nemotron(name: str, layers: int, hidden: int, heads: int, kv: int, inner: i
 #: 32 heads, 4 groups, expert ffn 768) and Qwen3Config235B_A22B (94, 4096, 64 heads, 4 groups, expert ffn
 #: 1536), from Qwen3MoEConfig: kv_channels 128, 128 experts top-8, vocabulary 151936, untied (= HF
 #: Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B config.json); every block is MoE; the q/k RMSNorms are not counted.
+#: deepseek-v3: HF deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads, q_lora_rank 1536,
+#: kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128, 256 routed experts
+#: (n_routed_experts) of moe_intermediate_size 2048, top-8 (num_experts_per_tok), n_shared_experts 1,
+#: first_k_dense_replace 3, intermediate_size 18432, vocabulary 129280, untied, max_position_embeddings 163840
+#: (the default sequence here is 4096, its pre-training length), num_nextn_predict_layers 1. 671.0B
+#: parameters (the MTP module not counted, as the published 671B), 37.6B active (published: 37B).
+_V3_MOE = {"experts": 256, "top_k": 8, "expert_intermediate": 2048, "shared_intermediate": 2048, "first_dense": 3}
+_V3_MLA = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
 PRESETS: Registry[TransformerSpec] = Registry(
     "model",
     {
@@ -306,9 +353,12 @@ PRESETS: Registry[TransformerSpec] = Registry(
         ),  # fmt: skip
         "mixtral-8x22b": _llama(
             "mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 4096, experts=8, top_k=2, expert_intermediate=16384
-        ),
+        ),  # fmt: skip
         "qwen3-30b-a3b": _qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 6144, 768),
         "qwen3-235b-a22b": _qwen3_moe("qwen3-235b-a22b", 94, 4096, 64, 12288, 1536),
+        "deepseek-v3": _llama(
+            "deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, mtp_layers=1, **_V3_MOE, **_V3_MLA
+        ),
     },
     valid="a config.json file or one of {}",
 )
@@ -321,26 +371,12 @@ _GATED_ACTS = ("silu", "swiglu", "swish")
 #: (Gemma's GeGLU is gated GELU), GPT-2's and Nemotron's are two matrices; the tying default is the
 #: config class's own (LlamaConfig False, GemmaConfig True, GPT2Config PretrainedConfig's True, ...).
 HF_FAMILIES: dict[str, tuple[bool, bool]] = {
-    "llama": (True, False),
-    "mistral": (True, False),
-    "mixtral": (True, False),
-    "qwen2": (True, False),
-    "qwen2_moe": (True, False),
-    "qwen3": (True, False),
-    "qwen3_moe": (True, False),
-    "gemma": (True, True),
-    "gemma2": (True, True),
-    "gemma3_text": (True, True),
-    "deepseek": (True, False),
-    "deepseek_v2": (True, False),
-    "deepseek_v3": (True, False),
-    "gpt_oss": (True, False),
-    "phi3": (True, False),
-    "olmo": (True, False),
-    "olmo2": (True, False),
+    **dict.fromkeys(("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"), (True, False)),
+    **dict.fromkeys(("gemma", "gemma2", "gemma3_text"), (True, True)),
+    **dict.fromkeys(("deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss", "phi3", "olmo", "olmo2"), (True, False)),
     "gpt2": (False, True),
     "nemotron": (False, False),
-}
+}  # fmt: skip
 #: model types that are no decoder-only transformer hcsim can build (refused by name)
 HF_REFUSED = frozenset(
     {"mamba", "mamba2", "falcon_mamba", "rwkv", "jamba", "recurrent_gemma", "bert", "roberta", "t5", "bart", "whisper"}
@@ -380,12 +416,14 @@ def from_hf_config(config: dict[str, Any], name: str = "model", source: str = "c
     ``moe_intermediate_size``, ``decoder_sparse_step``), DeepSeek (``n_routed_experts``,
     ``moe_intermediate_size``, ``first_k_dense_replace``, ``n_shared_experts``,
     ``moe_layer_freq``), Qwen2-MoE's ``shared_expert_intermediate_size`` and gpt-oss's
-    ``experts_per_token`` and alternating ``layer_types`` with ``sliding_window``. What a
+    ``experts_per_token`` and alternating ``layer_types`` with ``sliding_window``; DeepSeek-V2/V3's
+    latent attention (``q_lora_rank``, null for none, ``kv_lora_rank``, ``qk_nope_head_dim``,
+    ``qk_rope_head_dim``, ``v_head_dim``) and ``num_nextn_predict_layers``. What a
     family's class decides is read by ``model_type`` (:data:`HF_FAMILIES`: a gated MLP for
     the LLaMA family, Gemma's GeGLU included; ``tie_word_embeddings``' default, true for
     Gemma and GPT-2); an unknown ``model_type`` is read as a LLaMA-like decoder with one
     :class:`UnknownModelType` warning. What the spec cannot express is refused in one line
-    (non-decoder types, multimodal configs, multi-head latent attention, MoE blocks listed
+    (non-decoder types, multimodal configs, MoE blocks listed
     by ``mlp_only_layers`` or DeepSeek's ``moe_layer_freq`` > 1, other sliding patterns).
     """
 
@@ -488,12 +526,14 @@ def _hf_extras(
     head_dim = get("head_dim", default=0, required=False)
     if head_dim and head_dim * heads != hidden:
         out["kv_channels"] = head_dim
-    for key in ("kv_lora_rank", "q_lora_rank"):
-        if config.get(key):
-            raise HcsimError(
-                f"model config '{source}': {key} (multi-head latent attention, DeepSeek-V2/V3) is not modelled "
-                "(valid: grouped-query attention models)"
-            )
+    if config.get("kv_lora_rank") is not None or config.get("q_lora_rank"):  # latent attention (DeepSeek-V2/V3)
+        out["kv_lora_rank"] = get("kv_lora_rank")
+        out.update({k: get(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")})
+        out["q_lora_rank"] = get("q_lora_rank", default=0, required=False)  # null: no query bottleneck (V2-Lite)
+        out.pop("kv_channels", None)  # head_dim, when given, is the rope width (DeepseekV3Config)
+    mtp = config.get("num_nextn_predict_layers") or 0
+    if mtp:
+        out["mtp_layers"] = get("num_nextn_predict_layers")
     if experts:
         width = get("moe_intermediate_size", default=0, required=False)
         if width:
@@ -549,39 +589,6 @@ def _hf_extras(
             "(valid: layer_types naming the sliding_attention blocks)"
         )
     return out
-
-
-def model_flops_per_token(
-    spec: TransformerSpec, sequence: int | None = None, *, convention: str = "megatron", vocab: int | None = None
-) -> float:
-    """Model FLOPs per trained token (forward + backward, no recomputation), as Megatron reports them.
-
-    ``convention`` "megatron" (Megatron-LM ``num_floating_point_operations`` since commit
-    8873b55d, 2025-03-06, and Megatron-Bridge's ``flop_utils.py``): per token
-    ``Σ_layers [6h(q + 2k) + 6qh + 6·g·h·f] + 6hV + 6·q·s`` per layer with causal attention
-    (the core's ``12·q·s`` halved by the causal mask), ``g`` = 3 gated / 2 GELU or squared
-    ReLU, ``f`` the dense width or ``top_k`` x the expert width (+ the shared experts' width)
-    in MoE blocks; the router is not counted. "megatron-2024" (before that commit; NAR's
-    72-factor form): the core counted in full, ``12·q·s``. ``vocab``: the padded vocabulary
-    Megatron uses (default the spec's). Sliding-window blocks count ``6·q·min(s, window)``
-    (``12·q·window``: each query sees ``window`` keys once ``s`` exceeds it; derived, no source).
-    """
-    if convention not in ("megatron", "megatron-2024"):
-        raise HcsimError(f"FLOP convention {convention!r} is unknown (valid: megatron, megatron-2024)")
-    s = spec.sequence if sequence is None else sequence
-    h, q, k = spec.hidden, spec.q_dim, spec.kv_dim
-    g = 3 if spec.gated_mlp else 2
-    core = 6.0 if convention == "megatron" else 12.0
-    total = 0.0
-    for layer in range(spec.layers):
-        if spec.is_moe_layer(layer):
-            width = spec.top_k * spec.expert_intermediate + spec.shared_intermediate
-        else:
-            width = spec.intermediate
-        window = spec.attention_window(layer, s)
-        attended = core * s if window == s else 12.0 * window  # a window's queries each see `window` keys
-        total += 6.0 * h * (q + 2 * k) + 6.0 * q * h + 6.0 * g * h * width + attended * q
-    return total + 6.0 * h * (spec.vocab if vocab is None else vocab)
 
 
 def with_precision(spec: TransformerSpec, precision: str) -> TransformerSpec:

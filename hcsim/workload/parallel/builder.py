@@ -28,10 +28,10 @@ from hcsim.collectives.registry import for_kind
 from hcsim.errors import HcsimError
 from hcsim.workload.builders import _gc_paused
 from hcsim.workload.graph import ALGORITHMS, Workload
-from hcsim.workload.models import ops
+from hcsim.workload.models import ops as model_ops
 from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
-from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, state_bytes
+from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, mtp_units, state_bytes
 from hcsim.workload.parallel.costs import layer_recompute as block_mode
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
@@ -43,10 +43,6 @@ from hcsim.workload.parallel.tp_overlap import overlap_plan
 __all__ = ["training_graph"]
 
 ZERO_STAGES = (0, 1, 2, 3)
-
-
-def _models_ops() -> Any:
-    return ops
 
 
 def training_graph(
@@ -139,7 +135,7 @@ def training_graph(
     if isinstance(layout, str):
         layout = Layout.parse(layout, full)
     layout.check(full, spec, pipeline_split)
-    split = split_layers(spec.layers, layout.pp, layout.vp, pipeline_split)
+    split = split_layers(spec.layers, layout.pp, layout.vp, pipeline_split, mtp=getattr(spec, "mtp_layers", 0))
     full_dp = layout.dp
     full_layout = layout
     if full != len(xpus):
@@ -191,7 +187,7 @@ def training_graph(
     shown = replace(full_layout, dp=full_dp)
     with _gc_paused():
         builder = _Builder(
-            spec, layout, grid, ops or _models_ops(), microbatches, micro_batch * sequence, order_of, zero,
+            spec, layout, grid, ops or model_ops, microbatches, micro_batch * sequence, order_of, zero,
             sequence_parallel, dp_algorithm, tp_algorithm, alltoall_algorithm, full_dp,
             policy=policy, recompute=recompute, operators=operators, micro_batch=micro_batch, sequence=sequence,
             full_replicas=full_layout.replicas, fsdp=zero3_every_microbatch, split=split,
@@ -275,7 +271,7 @@ class _Builder(GradientSync):
         self.bpv = spec.bytes_per_value if policy is None else policy.value_bytes
         tp, ep = layout.tp, layout.ep
         if split is None:
-            split = split_layers(spec.layers, layout.pp, vp)
+            split = split_layers(spec.layers, layout.pp, vp, mtp=getattr(spec, "mtp_layers", 0))
         self.orders = [order_of(layout.pp, m, p) for p in range(layout.pp)]
         if vp == 1:
             self.orders = [[(pas, mb, 0) for pas, mb in order] for order in self.orders]
@@ -286,7 +282,8 @@ class _Builder(GradientSync):
         seq = spec.sequence if sequence is None else sequence
         if cp > 1 or (seq != min(spec.sequence, tokens) and _takes(ops.block_operators, "context")):
             extra.update(context=seq, sequences=micro_batch)  # the attention spans the whole sequence
-        block_extra = extra
+        mla_sp = sp and getattr(spec, "is_mla", False)  # latent attention's down projections run on the SP shard
+        block_extra = {**extra, "sequence_parallel": True} if mla_sp else extra
         side_extra = {"precision": policy} if policy is not None else {}
         # units of each stage and chunk: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head";
         # chunk c of stage p holds the layers of virtual stage c*pp + p
@@ -303,7 +300,9 @@ class _Builder(GradientSync):
                     block = ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_extra)
                     mode = self.unit_recompute[f"L{layer}"] = block_mode(recompute, index)
                     units.append((f"L{layer}", block_cost(block, mode), "block"))
-                if virtual == layout.pp * vp - 1:
+                if virtual == layout.pp * vp - 1:  # the MTP modules (DeepSeek-V3), then the LM head
+                    units += mtp_units(spec, tokens, tp=tp, ep=ep, recompute=recompute, **block_extra)
+                    self.unit_recompute.update({u: block_mode(recompute, 0) for u, _, k in units if u[:3] == "MTP"})
                     units.append(("head", fold(ops.head_operators(spec, tokens, tp=tp, **side_extra)), "head"))
                 stage.append(units)
             self.chunks.append(stage)
@@ -311,9 +310,8 @@ class _Builder(GradientSync):
         self.act = activation_bytes(tokens, spec.hidden, self.bpv)
         self.p2p = max(1.0, p2p_bytes(tokens, spec.hidden, self.bpv, tp, sp))
         self.a2a = alltoall_bytes(tokens, max(1, getattr(spec, "top_k", 0)), spec.hidden, self.bpv)
-        if cp > 1:  # the KV of the whole sequence, this TP rank's KV heads: K and V (ring attention's allgather)
-            kv_per_rank = max(spec.kv_heads // tp, 1) * spec.head_dim
-            self.cp_bytes = float(2 * tokens * cp * kv_per_rank * self.bpv)
+        if cp > 1:  # the KV of the whole sequence, this TP rank's K and V widths (ring attention's allgather)
+            self.cp_bytes = float(tokens * cp * model_ops.kv_values_per_rank(spec, tp) * self.bpv)
         self.nodes: dict[str, dict] = {}
         self.edges: list[tuple[str, str, bool]] = []
         self.checked: set[str] = set()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.workload.models import ops as model_ops
 from hcsim.workload.models.precision import zero_shards
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "check_recompute",
     "fold",
     "layer_recompute",
+    "mtp_units",
     "recompute_modules",
     "state_bytes",
 ]
@@ -45,11 +47,10 @@ RECOMPUTE = ("none", "selective", "full")
 #: ``"selective:layernorm,moe_act"``; plain "selective" is Megatron's default, ``["core_attn"]``
 #: (megatron/core/transformer/transformer_config.py@d98e8a64). What each drops and runs again:
 #: docs/training-features.md, "Recompute modules".
-RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mlp")
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mlp", "mla_up_proj")
 #: modules Megatron has that hcsim does not model, and why (refused in one line)
 _UNMODELLED = {
     "moe": "it re-runs the token dispatch and combine all-to-alls, which hcsim does not re-issue",
-    "mla_up_proj": "hcsim has no multi-latent attention",
     "shared_experts": "not modelled",
 }
 
@@ -110,6 +111,8 @@ def check_recompute(recompute: Any) -> None:
 #: "layernorm" recompute does nothing: megatron/core/models/gpt/gpt_layer_specs.py@d98e8a64,
 #: megatron/core/transformer/transformer_layer.py@d98e8a64, ``recompute_pre_mlp_layernorm``)
 NORM_OUTPUT_READERS = ("moe.router", "moe.shared.up")
+#: latent attention's up projections (``q_lora_rank`` 0: one query projection), which "mla_up_proj" runs again
+MLA_UP_PROJ = ("attn.q_up", "attn.q", "attn.kv_up")
 #: a dense block's MLP module (fc1 with its fused norm, activation, fc2): "mlp" recompute keeps its input only
 MLP_MODULE = ("norm2", "mlp.up", "mlp.act", "mlp.down")
 
@@ -123,8 +126,14 @@ def recomputed_kept(op: Any, kept: float, modules: frozenset[str]) -> float:
     * moe_act: the experts' activation output (fc2's input) is discarded and recomputed from
       fc1's output (megatron/core/transformer/moe/experts.py@d98e8a64, ``activation_recompute``).
     * mlp (dense blocks): the MLP is checkpointed, only its input (``norm2``'s) is kept.
+    * mla_up_proj (latent attention): the up projections' outputs (Q, K, V), which the core
+      kept, are discarded and recomputed (megatron/core/transformer/multi_latent_attention.py@d98e8a64,
+      ``CheckpointWithoutOutput`` around ``qkv_up_proj_and_rope_apply``); the core keeps O and its
+      softmax statistics, the up projections their inputs.
     * core_attn: a FlashAttention-style core keeps no score matrix to drop: nothing changes.
     """
+    if "mla_up_proj" in modules and op.kind == "attention" and op.inner:
+        return max(0.0, kept - sum(i.activation_bytes for i in op.inner))
     if "layernorm" in modules and op.name in NORM_OUTPUT_READERS:
         return 0.0
     if "moe_act" in modules and op.kind == "experts":
@@ -231,6 +240,8 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
 def _selective(attention: list, around: list, experts: list, modules: frozenset[str]) -> UnitCost:
     """A block under ``selective:MODULES``: each part's recomputed operators and what it still keeps."""
     again_attn = [o for o in attention if o.kind == "attention"] if "core_attn" in modules else []
+    if "mla_up_proj" in modules:  # latent attention's up projections run again before the attention backward
+        again_attn = [o for o in attention if o.name in MLA_UP_PROJ] + again_attn
     again_mlp: list = []
     moe = any(o.name in NORM_OUTPUT_READERS for o in around)
     if "layernorm" in modules and moe:
@@ -245,6 +256,20 @@ def _selective(attention: list, around: list, experts: list, modules: frozenset[
         return replace(folded, activation_bytes=float(kept))
 
     return UnitCost(part(attention, again_attn), part(around, again_mlp), part(experts, again_exp) if experts else None)
+
+
+def mtp_units(spec: Any, tokens: int, *, tp: int, ep: int, recompute: str, **block: Any) -> list[tuple[str, Any, str]]:
+    """The last stage's multi-token-prediction units (DeepSeek-V3's ``mtp_layers``), before the LM head:
+    per module its block ``MTP{i}`` (a block unit, recomputed as a chunk's first block) and its head
+    ``MTP{i}.head`` (:func:`hcsim.workload.models.ops.mtp_operators`; ``block``: their keywords)."""
+    out: list[tuple[str, Any, str]] = []
+    for i in range(getattr(spec, "mtp_layers", 0)):
+        ops, head = model_ops.mtp_operators(spec, tokens, tp=tp, ep=ep, **block)
+        out += [
+            (f"MTP{i}", block_cost(ops, layer_recompute(recompute, 0)), "block"),
+            (f"MTP{i}.head", fold(head), "head"),
+        ]
+    return out
 
 
 def state_bytes(params: int, bytes_per_value: int, zero: int, dp: int) -> float:

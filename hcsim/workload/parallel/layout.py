@@ -136,7 +136,8 @@ class Layout:
                 f"layout {self}: {spec.name} has {spec.heads} attention heads, not divisible by tp={self.tp} "
                 f"(valid: tp dividing {spec.heads})"
             )
-        pipeline_split(spec.layers, self.pp, self.vp, split, what=f"layout {self}: {spec.name}")
+        mtp = getattr(spec, "mtp_layers", 0)
+        pipeline_split(spec.layers, self.pp, self.vp, split, what=f"layout {self}: {spec.name}", mtp=mtp)
         experts = getattr(spec, "experts", 0)
         if self.ep > 1 and not experts:
             raise HcsimError(f"layout {self}: {spec.name} is a dense model, ep={self.ep} needs a mixture of experts")
@@ -200,6 +201,8 @@ class PipelineSplit:
             "account_loss": "the loss counted as one layer (Megatron-Core account_for_loss_in_pipeline_split)",
             "account_embedding_loss": "the embedding and the loss each counted as one layer (Megatron-Core "
             "account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split)",
+            "account_embedding_loss_mtp": "the embedding, the loss and each MTP module counted as one layer "
+            "(Megatron-Bridge's DeepSeek-V3 pipeline layout)",
             "first_last": f"first stage {self.first if self.first is not None else 'even'}, last stage "
             f"{self.last if self.last is not None else 'even'} (Megatron-Core num_layers_in_first/last_pipeline_stage)",
         }[self.name]
@@ -221,14 +224,19 @@ def _valid_splits(layers: int) -> str:
     )
 
 
-def pipeline_split(layers: int, pp: int, vp: int = 1, split: Any = None, *, what: str = "model") -> PipelineSplit:
+def pipeline_split(
+    layers: int, pp: int, vp: int = 1, split: Any = None, *, what: str = "model", mtp: int = 0
+) -> PipelineSplit:
     """Which layers each virtual stage holds (module docstring); a one-line error naming what is valid.
 
     ``split``: None (automatic: even when ``pp x vp`` divides ``layers``, else the embedding
     and the loss counted as one layer each when ``pp x vp`` divides ``layers + 2``), a name
     of :data:`PIPELINE_SPLITS`, or ``(first, last)``: the decoder layers of the first and the
     last stage (either may be None: even with the rest), as Megatron-Core's
-    ``num_layers_in_first_pipeline_stage`` / ``num_layers_in_last_pipeline_stage``.
+    ``num_layers_in_first_pipeline_stage`` / ``num_layers_in_last_pipeline_stage``. ``mtp``: a
+    model's multi-token-prediction modules, which the automatic split also counts as one layer
+    each on the last stage when nothing else divides (Megatron-Bridge's DeepSeek-V3 layout
+    ``Et|(tt|)*30mL``: 61 layers on pp x vp = 32); they hold no decoder layer of the split.
     """
     n = pp * vp
     if split is None:
@@ -236,6 +244,11 @@ def pipeline_split(layers: int, pp: int, vp: int = 1, split: Any = None, *, what
             split = "even"
         elif (layers + 2) % n == 0 and (layers + 2) // n >= 1:
             split = "account_embedding_loss"
+        elif mtp and (layers + 2 + mtp) % n == 0 and (layers + 2 + mtp) // n >= 1 + mtp:
+            counts = [(layers + 2 + mtp) // n] * n
+            counts[0] -= 1
+            counts[-1] -= 1 + mtp
+            return PipelineSplit("account_embedding_loss_mtp", pp, vp, tuple(counts))
         else:
             by = f"pp={pp}" if vp == 1 else f"pp x vp = {pp} x {vp} = {n}"
             raise HcsimError(f"{what} has {layers} layers, not divisible by {by} (valid: {_valid_splits(layers)})")

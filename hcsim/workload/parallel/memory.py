@@ -31,6 +31,7 @@ from hcsim.workload.parallel.costs import (
     check_recompute,
     fold,
     layer_recompute,
+    mtp_units,
     recompute_modules,
     recomputed_kept,
 )
@@ -55,7 +56,7 @@ __all__ = [
 #: ``ctx.save_for_backward(input, weight)`` of the local input, all-gathered again in ``backward``;
 #: TransformerEngine transformer_engine/pytorch/module/linear.py: "inputmat = inp  # Input tensor to
 #: save for backward (maybe sharded)")
-COLUMN_PARALLEL = ("attn.qkv", "mlp.up", "moe.shared.up", "head.lm")
+COLUMN_PARALLEL = ("attn.qkv", "mlp.up", "moe.shared.up", "head.lm", "attn.q", "attn.q_up", "attn.kv_up", "mtp.eh_proj")
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def training_memory(
     if isinstance(layout, str):
         layout = Layout.parse(layout, xpus)
     layout.check(layout.ranks, spec, pipeline_split)
-    split = _split(spec.layers, layout, pipeline_split)
+    split = _split(spec.layers, layout, pipeline_split, getattr(spec, "mtp_layers", 0))
     name = precision or spec.precision  # the spec's own: as the graph's footprints
     policy = training_precision(
         name,
@@ -168,6 +169,8 @@ def training_memory(
     block_kw = dict(kw)
     if cp > 1 or seq != min(spec.sequence, micro_batch * seq):
         block_kw.update(context=seq, sequences=micro_batch)
+    if sequence_parallel and getattr(spec, "is_mla", False):  # latent attention's down projections: builder.py
+        block_kw["sequence_parallel"] = True
     # the distributed optimizer shards over dp x cp (Megatron-Core's dp_cp group: Layout.replicas)
     where = {"zero": zero, "replicas": layout.replicas, "ep": ep, "tp": tp, "sequence_parallel": sequence_parallel}
     out: list[StageMemory] = []
@@ -188,7 +191,11 @@ def training_memory(
                 block = model_ops.block_operators(spec, tokens, tp=tp, ep=ep, layer=layer, phase="train", **block_kw)
                 mode = layer_recompute(recompute, index)
                 units.append((block_cost(block, mode), mode))
-            if virtual == pp * vp - 1:
+            if virtual == pp * vp - 1:  # the MTP modules (DeepSeek-V3), then the LM head, as builder.py
+                mtp = mtp_units(spec, tokens, tp=tp, ep=ep, recompute=recompute, **block_kw)
+                units += [
+                    (cost, layer_recompute(recompute, 0) if kind == "block" else recompute) for _, cost, kind in mtp
+                ]
                 units.append((fold(model_ops.head_operators(spec, tokens, tp=tp, **kw)), recompute))
             for unit, mode in units:
                 w, g, o, a = unit_memory(unit, policy, recompute=mode, **where)
@@ -268,8 +275,8 @@ def step_grad_memory(unit: Any, policy: Any, *, zero: int, replicas: int, ep: in
     return total
 
 
-def _split(layers: int, layout: Layout, split: Any) -> Any:
-    return pipeline_split(layers, layout.pp, layout.vp, split)
+def _split(layers: int, layout: Layout, split: Any, mtp: int = 0) -> Any:
+    return pipeline_split(layers, layout.pp, layout.vp, split, mtp=mtp)
 
 
 def check_fits(
