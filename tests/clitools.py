@@ -1,14 +1,32 @@
 """Running the hcsim command as a user does, for tests in any folder (tests/ is on sys.path via conftest.py)."""
 
+import atexit
+import os
 import subprocess
 import sys
 
+from forked_cli import ForkedCli
+
 CLI = [sys.executable, "-m", "hcsim.cli"]
+_FORKED: list[ForkedCli] = []
 
 
 def run(*args, cwd=None):
-    """``hcsim ARGS`` in a fresh interpreter; the completed process (text output)."""
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600)
+    """``hcsim ARGS`` in a process of its own (stdin empty); the completed process (text output).
+
+    The process is forked from a server that has imported the command (:mod:`forked_cli`);
+    ``HCSIM_TEST_FRESH_CLI=1`` starts a fresh interpreter (``python -m hcsim.cli``) instead.
+    """
+    argv = [str(a) for a in args]
+    if os.environ.get("HCSIM_TEST_FRESH_CLI") == "1":
+        return subprocess.run([*CLI, *argv], capture_output=True, text=True, cwd=cwd, timeout=600, input="")
+    if not _FORKED:
+        _FORKED.append(ForkedCli())
+        atexit.register(_FORKED[0].close)
+    r = _FORKED[0].run(argv, cwd=str(cwd) if cwd is not None else os.getcwd(), timeout=600)
+    if r.timed_out:
+        raise subprocess.TimeoutExpired([*CLI, *argv], 600)
+    return subprocess.CompletedProcess([*CLI, *argv], r.returncode, r.stdout, r.stderr)
 
 
 def assert_one_line_error(result, *needles):
