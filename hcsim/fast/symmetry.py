@@ -13,8 +13,9 @@ one.
 Invariant: a fold stands only if the folded system has exactly the full system's
 ring-flow colours and only full-system memory colours: then every flow gets the same
 rate in both (weighted max-min by progressive filling), so each step lasts as long.
-Otherwise it is refused in one line. The proof and the selection: ``docs/fast-paths.md``
-("Fold by symmetry").
+Otherwise it is refused in one line. With the DP quotient (a switch) links a cut always
+covers are left out first: exact for rates, not for their latency. The proof and the
+selection: ``docs/fast-paths.md`` ("Fold by symmetry", "DP quotient").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ On a rail-optimised fat tree the data-parallel replicas differ, for the exact fo
 distance to a scalable-unit (SU) boundary; with the switch on, the refinement leaves out the
 links a cut of narrower links always covers (spine, node-to-leaf bundles, PCIe behind a NIC),
 so the fold keeps the fewest replicas. Held against the switch off (the exact fold, or every
-XPU where that is refused) at **2e-3** (measured: 0 in 14 of 15 cases, -4.2e-4 in the last)
+XPU where that is refused) at **2e-3** (measured: 0 in 17 of 18 cases, -4.2e-4 in the last)
 on calibrated DGX-H100 layouts with 2 and 4 SUs at the extremes the validation rows use
 (tp=8, pp=8, vp=2, cp=2, dp=4 and 8, ZeRO-1), at the calibrated links, NVLink 16 GB/s and
 NIC 100 us; a tapered spine that can limit a rate stays in, and dp=2 is left as it was.
