@@ -219,7 +219,9 @@ def _unbinding(flows: list[_Flow], topology: Topology) -> list[_Flow]:
     link of least bandwidth on that side, and the distinct such links' bandwidths add up to
     at most ``L``'s. Their sum bounds the load on ``L`` (a cut), so ``L`` saturates at the
     earliest with all of them and freezes no flow they would not (a tie, not a constraint).
-    Flows keep their other links in path order (and their keys, one per link, with them).
+    Only a cut of links that could not leave themselves counts, so every link left out is
+    bounded by links that stay (the constraints kept imply the ones dropped). Flows keep
+    their other links in path order (and their keys, one per link, with them).
     """
     bandwidth = {}
     through: dict[Hashable, list[tuple[int, int]]] = {}
@@ -228,19 +230,20 @@ def _unbinding(flows: list[_Flow], topology: Topology) -> list[_Flow]:
             through.setdefault(link, []).append((i, j))
             e = topology.edges[link[1], link[2]]
             bandwidth[link] = float(e["bandwidth"]) * int(e.get("lanes", 1))  # a directed link's capacity
-    dropped = set()
+    cuts: dict[Hashable, list[set[Hashable]]] = {}  # per link, its covering cuts (before it, after it)
     for link, uses in through.items():
-        for side in (slice(None, -1), slice(1, None)):  # a cut before the link, or after it
+        for before in (True, False):
             cut = set()
             for i, j in uses:
-                links = flows[i].links[:j] if side.stop == -1 else flows[i].links[j + 1 :]
+                links = flows[i].links[:j] if before else flows[i].links[j + 1 :]
                 if not links:
                     break
                 cut.add(min(links, key=lambda x: (bandwidth[x], x)))
             else:
                 if sum(bandwidth[x] for x in cut) <= bandwidth[link]:
-                    dropped.add(link)
-                    break
+                    cuts.setdefault(link, []).append(cut)
+    # a link leaves only on a cut of links that all stay: no two links justify each other
+    dropped = {link for link, found in cuts.items() if any(not (cut & cuts.keys()) for cut in found)}
     out = []
     for f in flows:
         kept = [j for j, link in enumerate(f.links) if link not in dropped]
