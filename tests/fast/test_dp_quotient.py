@@ -34,7 +34,7 @@ LAYOUTS = {
     "tp8 pp2 dp4, 4 SUs": (64, 2, "tp=8,pp=2", {}, 4, (32, 32)),
     "tp4 pp8 vp2 dp4 zero1, 2 SUs": (128, 8, "tp=4,pp=8,vp=2", {"zero": 1}, 16, (None, 64)),
     "tp2 pp2 cp2 dp4 zero1, 4 SUs": (32, 1, "tp=2,pp=2,cp=2", {"zero": 1}, 4, (16, 16)),
-    "tp4 pp2 dp8 zero1, 2 SUs": (64, 4, "tp=4,pp=2", {"zero": 1}, 4, (32, 16)),
+    "tp4 pp2 dp8 zero1, 2 SUs": (64, 4, "tp=4,pp=2", {"zero": 1}, 4, (32, 32)),
     "tp8 pp2 cp2 vp2 dp4, 4 SUs": (128, 4, "tp=8,pp=2,cp=2,vp=2", {}, 4, (64, 64)),
     "tp8 pp2 dp2, 2 SUs": (32, 2, "tp=8,pp=2", {}, 4, (None, None)),
 }
