@@ -353,6 +353,7 @@ def main(args: argparse.Namespace) -> int:
                 fold=fold,
                 repeat=args.repeat or args.fast,
                 shared_ring_steps=calib is not None,  # every ring's measured steps shared (not the paper's studies)
+                dp_quotient=calib is not None,  # the layout fold blind to links that never limit a rate (same)
                 placement=placement,
                 progress=args.progress,
                 # an imported network compiles as 'platform import' writes it (compact zones where it can)

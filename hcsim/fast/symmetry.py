@@ -13,8 +13,9 @@ one.
 Invariant: a fold stands only if the folded system has exactly the full system's
 ring-flow colours and only full-system memory colours: then every flow gets the same
 rate in both (weighted max-min by progressive filling), so each step lasts as long.
-Otherwise it is refused in one line. The proof and the selection: ``docs/fast-paths.md``
-("Fold by symmetry").
+Otherwise it is refused in one line. With the DP quotient (a switch) links a cut always
+covers are left out first: exact for rates, not for their latency. The proof and the
+selection: ``docs/fast-paths.md`` ("Fold by symmetry", "DP quotient").
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class UnitRing:
     cross: list[tuple[str, int, int]]
 
 
-def fold_units(topology: Topology, ring: UnitRing, coherent: bool | None = None) -> Fold:
+def fold_units(topology: Topology, ring: UnitRing, coherent: bool | None = None, *, quotient: bool = False) -> Fold:
     """Keep the fewest whole units whose flows have every class of the full system's flows, and no other.
 
     Colour refinement runs on the flow-link graph of *every* flow of ``ring`` (inner and
@@ -103,6 +104,13 @@ def fold_units(topology: Topology, ring: UnitRing, coherent: bool | None = None)
     refused in one line (the caller runs every XPU). What the proof does not cover is
     the same as for the ring: ranks that drift apart in the exact engine's pipelined
     collectives, measured by the equivalence tests.
+
+    ``quotient`` (the DP quotient, a fast-path switch, off by default): the refinement leaves
+    out every link that can never limit a rate (:func:`_unbinding`: its capacity covers a cut
+    of the links that feed it, or that it feeds), e.g. a non-blocking fat tree's spine and
+    node-to-leaf bundles, so units no longer differ by their distance to a scalable-unit
+    boundary. Exact for rates; what it approximates is those links' latency (a flow's own,
+    and its weight in max-min sharing), measured in ``docs/fast-paths.md`` ("DP quotient").
     """
     name = str(topology.graph.get("name", ""))
     units = [list(u) for u in ring.units]
@@ -126,6 +134,8 @@ def fold_units(topology: Topology, ring: UnitRing, coherent: bool | None = None)
     router = Router(topology)
     per_unit = len(ring.inner) + len(ring.cross)
     full = _flows(topology, router, units, ring, "full", memories)
+    if quotient:
+        full = _unbinding(full, topology)
     alone = _refine([full])[0]
     word = [tuple(alone[u * per_unit : (u + 1) * per_unit]) for u in range(len(units))]
     what = "XPU" if size == 1 else "unit"
@@ -138,8 +148,10 @@ def fold_units(topology: Topology, ring: UnitRing, coherent: bool | None = None)
             raise refusal
         kept_units = [units[u] for u in kept]
         ranks = [x for u in kept_units for x in u]
-        folded = _build(topology, router, kept_units, ring, name, len(xpus))
+        folded = _build(topology, router, kept_units, ring, name, len(xpus), to_gateways=quotient)
         reduced = _flows(folded, Router(folded), kept_units, ring, "folded", memories)
+        if quotient:
+            reduced = _unbinding(reduced, folded)
         colours_full, colours_folded = _refine([full, reduced])
         try:
             _check_colours(colours_full, colours_folded, n_flows, len(kept) * per_unit, reduced, name, size == 1)
@@ -197,6 +209,46 @@ def _flows(
         links = [(tag, u, v) for u, v in zip(path, path[1:], strict=False)]
         keys = tuple(edge_key(topology.edges[u, v]) for u, v in zip(path, path[1:], strict=False))
         out.append(_Flow((what, _node_key(topology, a), _node_key(topology, b), keys), links))
+    return out
+
+
+def _unbinding(flows: list[_Flow], topology: Topology) -> list[_Flow]:
+    """``flows`` without the links that can never limit a rate among them (the DP quotient's rule).
+
+    A link ``L`` never limits: every flow on it also crosses, before ``L`` (or after it), a
+    link of least bandwidth on that side, and the distinct such links' bandwidths add up to
+    at most ``L``'s. Their sum bounds the load on ``L`` (a cut), so ``L`` saturates at the
+    earliest with all of them and freezes no flow they would not (a tie, not a constraint).
+    Only a cut of links that could not leave themselves counts, so every link left out is
+    bounded by links that stay (the constraints kept imply the ones dropped). Flows keep
+    their other links in path order (and their keys, one per link, with them).
+    """
+    bandwidth = {}
+    through: dict[Hashable, list[tuple[int, int]]] = {}
+    for i, f in enumerate(flows):
+        for j, link in enumerate(f.links):
+            through.setdefault(link, []).append((i, j))
+            e = topology.edges[link[1], link[2]]
+            bandwidth[link] = float(e["bandwidth"]) * int(e.get("lanes", 1))  # a directed link's capacity
+    cuts: dict[Hashable, list[set[Hashable]]] = {}  # per link, its covering cuts (before it, after it)
+    for link, uses in through.items():
+        for before in (True, False):
+            cut = set()
+            for i, j in uses:
+                links = flows[i].links[:j] if before else flows[i].links[j + 1 :]
+                if not links:
+                    break
+                cut.add(min(links, key=lambda x: (bandwidth[x], x)))
+            else:
+                if sum(bandwidth[x] for x in cut) <= bandwidth[link]:
+                    cuts.setdefault(link, []).append(cut)
+    # a link leaves only on a cut of links that all stay: no two links justify each other
+    dropped = {link for link, found in cuts.items() if any(not (cut & cuts.keys()) for cut in found)}
+    out = []
+    for f in flows:
+        kept = [j for j, link in enumerate(f.links) if link not in dropped]
+        start = (*f.start[:3], tuple(f.start[3][j] for j in kept))
+        out.append(_Flow(start, [f.links[j] for j in kept]))
     return out
 
 
@@ -280,12 +332,19 @@ def _contract(
 
 
 def _build(
-    topology: Topology, router: Router, units: list[list[str]], ring: UnitRing, name: str, group: int
+    topology: Topology,
+    router: Router,
+    units: list[list[str]],
+    ring: UnitRing,
+    name: str,
+    group: int,
+    to_gateways: bool = False,
 ) -> Topology:
     """The sub-topology induced by the kept units, their memories, the routes of their flows and the gateways.
 
     Both memory attributes are kept with their routes (the folded system may run coherent or not); only the
-    memories of the run are flows of the check.
+    memories of the run are flows of the check. ``to_gateways`` (the DP quotient) also keeps each XPU's route
+    to its zone's gateway: a fold inside one node has no flow there, but the compiled zone needs the route.
     """
     keep = {x for u in units for x in u}
     for _, a, b in _unit_pairs(units, ring):
@@ -296,6 +355,11 @@ def _build(
             if m:
                 keep.update(router.path(x, m))
     gateways = topology.gateways()
+    if to_gateways:
+        for x in [x for u in units for x in u]:
+            gateway = gateways.get(topology.nodes[x].get("zone", ""))
+            if gateway:
+                keep.update(router.path(x, gateway))
     for node in list(keep):
         zone = topology.nodes[node].get("zone", "")
         while zone:

@@ -65,7 +65,9 @@ class RunOptions(EngineOptions):
     a layout group skip from their first step on a step of their plan measured before,
     :mod:`.shared_steps`), and off by default ``shared_ring_steps`` (every ring algorithm's
     steps are shared so, not only those declaring ``shared_steps``; calibrated CLI runs turn
-    it on). ``RunOptions.of(fast=True)``
+    it on). ``dp_quotient`` (off by default): the layout fold leaves out links that can never
+    limit a rate (:func:`~.symmetry.fold_units`' ``quotient``), so it keeps the fewest
+    replicas; calibrated CLI runs turn it on. ``RunOptions.of(fast=True)``
     turns fold, memoize and repeat on.
     """
 
@@ -77,6 +79,7 @@ class RunOptions(EngineOptions):
     background: bool = True
     shared_group_steps: bool = True
     shared_ring_steps: bool = False
+    dp_quotient: bool = False
 
     @classmethod
     def of(cls, options: EngineOptions | None = None, fast: bool | None = None, **switches: Any) -> Any:
@@ -266,7 +269,11 @@ def simulate_system(
     if options.fold:
         try:
             units = units_of(workload, topology)  # a factory that tells its layout: whole replicas
-            folded = fold_system(topology, coherent) if units is None else fold_units(topology, units, coherent)
+            folded = (
+                fold_system(topology, coherent)
+                if units is None
+                else fold_units(topology, units, coherent, quotient=options.dp_quotient)
+            )
             topology, ranks, group = folded.topology, folded.ranks, folded.group
         except HcsimError as e:  # not provable here: the exact path, said once
             refusal = str(e)
