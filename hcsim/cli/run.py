@@ -356,7 +356,6 @@ def main(args: argparse.Namespace) -> int:
                 dp_quotient=calib is not None,  # the layout fold blind to links that never limit a rate (same)
                 placement=placement,
                 progress=args.progress,
-                # an imported network compiles as 'platform import' writes it (compact zones where it can)
                 compile=(lambda t: _compile_imported(t, scratch)) if imported is not None else None,
             )
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
@@ -448,7 +447,8 @@ def _imported_network(args: argparse.Namespace) -> Topology | None:
 
 
 def _compile_imported(topology: Topology, scratch: contextlib.ExitStack) -> str:
-    """Compile an imported network (or its fold) as ``hcsim platform import`` does; a path that opens it.
+    """Compile an imported network (or its fold) as ``hcsim platform import`` does (compact zones where it can);
+    a path that opens it.
 
     The XML is an anonymous file (on no disk: a SIGKILL leaves nothing), open until ``scratch`` closes.
     """
