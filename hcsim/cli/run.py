@@ -447,8 +447,7 @@ def _imported_network(args: argparse.Namespace) -> Topology | None:
 
 
 def _compile_imported(topology: Topology, scratch: contextlib.ExitStack) -> str:
-    """Compile an imported network (or its fold) as ``hcsim platform import`` does (compact zones where it can);
-    a path that opens it.
+    """An imported network (or its fold) compiled as ``platform import`` does (compact zones); a path to it.
 
     The XML is an anonymous file (on no disk: a SIGKILL leaves nothing), open until ``scratch`` closes.
     """
