@@ -11,7 +11,7 @@ initialize_model_parallel: the expert RankGenerator with ``tp=expert_tensor_para
 spans TP slices. Invariant: every group here is a list of ``(d, t)`` in Megatron's order,
 and the three kinds partition the stage's ``tp x replicas`` ranks.
 
-Guide: docs/parallelism.md, "Expert tensor parallelism (MoE parallel folding)".
+Guide: docs/training-features.md, "Expert tensor parallelism (MoE parallel folding, etp)".
 """
 
 from __future__ import annotations
