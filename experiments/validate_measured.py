@@ -173,6 +173,7 @@ class Row:
     vp: int
     ep: int
     measured: float | None
+    etp: int | None = None  # Megatron-Core's expert_tensor_parallel_size, if the CSV has the column (default tp)
 
 
 @dataclass
@@ -200,6 +201,10 @@ def read_rows(path: str) -> list[Row]:
             except (TypeError, ValueError) as e:
                 raise RowError(f"{path}: row {i}: a layout column is not an integer ({e})") from None
             try:
+                etp = int(r["etp"]) if (r.get("etp") or "").strip() else None
+            except ValueError:
+                raise RowError(f"{path}: row {i}: etp is not an integer") from None
+            try:
                 measured = float(r.get("tokens_per_s_per_gpu") or "nan")
             except ValueError:
                 raise RowError(f"{path}: row {i}: tokens_per_s_per_gpu is not a number") from None
@@ -211,6 +216,7 @@ def read_rows(path: str) -> list[Row]:
                     model=r["model"],
                     precision=r["precision"],
                     measured=None if measured != measured else measured,  # NaN: not given
+                    etp=etp,
                     **ints,
                 )
             )
@@ -259,8 +265,9 @@ def data_parallel(row: Row) -> tuple[int, int]:
 
 
 def layout_text(row: Row) -> str:
-    """The --parallel value: every dimension, 1s included."""
-    return f"tp={row.tp},pp={row.pp},cp={row.cp},vp={row.vp},ep={row.ep}"
+    """The --parallel value: every dimension, 1s included (and ``etp`` when the CSV gives it)."""
+    etp = f",etp={row.etp}" if row.etp is not None else ""
+    return f"tp={row.tp},pp={row.pp},cp={row.cp},vp={row.vp},ep={row.ep}{etp}"
 
 
 def command(hcsim: Sequence[str], row: Row, calibration: str, presets: Sequence[str] | None = None) -> list[str]:

@@ -126,6 +126,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.workload.models.layer_checks", "the calibrated layer model against TE's H100 layer benchmark"),
             ("hcsim.workload.parallel", "parallel training: layouts, pipeline schedules, the graph builder"),
             ("hcsim.workload.parallel.layout", "`dp x tp x pp (x ep)` layouts and the rank mapping onto XPUs"),
+            ("hcsim.workload.parallel.experts", "MoE parallel folding: a stage's expert ranks etp x ep x edp"),
             ("hcsim.workload.parallel.schedules", "GPipe and 1F1B orders of a pipeline stage's passes"),
             ("hcsim.workload.parallel.costs", "a block's operators as vertex-sized parts"),
             ("hcsim.workload.parallel.comms", "which collectives each parallelism adds, and their sizes"),

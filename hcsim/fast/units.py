@@ -79,6 +79,11 @@ def layout_units(
     """
     xpus = topology.xpus()
     layout.check(len(xpus))
+    if layout.expert_tp != layout.tp:
+        raise HcsimError(
+            f"layout {layout} cannot be folded: with etp={layout.expert_tp} < tp the expert groups span TP slices "
+            "(valid for a fold: etp = tp)"
+        )
     grid = RankGrid(layout, xpus, mapping)
     view = TopologyView.of_topology(topology)
     tp, pp, ep = layout.tp, layout.pp, layout.ep

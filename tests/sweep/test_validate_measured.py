@@ -116,6 +116,17 @@ def test_the_exact_command(vm, tmp_path):
     assert "--zero" not in vm.command(["hcsim"], rows[0], "ideal")
 
 
+def test_an_etp_column_is_passed_through(vm, tmp_path):
+    path = tmp_path / "etp.csv"
+    path.write_text(HEADER + ",etp\n" + "s,DGX-H100,Qwen3-235B-A22B,256,FP8,8192,1,4096,0,2,8,1,4,32,1,1,1\n"
+                    + "s,DGX-H100,LLAMA2-7B,8,FP8,128,1,4096,0,1,1,1,1,1,1000,1,\n")  # fmt: skip
+    qwen, llama = vm.read_rows(str(path))
+    assert (qwen.etp, llama.etp) == (1, None)
+    assert "tp=2,pp=8,cp=1,vp=4,ep=32,etp=1" in vm.command(["hcsim"], qwen, "dgx-h100")
+    assert "tp=1,pp=1,cp=1,vp=1,ep=1" in vm.command(["hcsim"], llama, "dgx-h100")  # no column value: no etp
+    assert vm.read_rows(str(_csv(tmp_path)))[0].etp is None  # the CSV without the column
+
+
 def test_error_statistics(vm):
     assert vm.signed_error(1600, 1000) == pytest.approx(0.6)
     assert vm.error_stats([0.6, -0.2]) == pytest.approx((0.4, 0.6))

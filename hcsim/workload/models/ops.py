@@ -226,6 +226,7 @@ def block_operators(
     precision: str | TrainingPrecision | None = None,
     sequences: int | None = None,
     sequence_parallel: bool = False,
+    etp: int | None = None,
 ) -> list[Operator]:
     """One transformer block for ``tokens`` tokens on one TP rank (formulas: docs/models.md, "Operator formulas").
 
@@ -238,8 +239,13 @@ def block_operators(
     which context parallelism, where a rank holds 1/cp of each sequence, sets explicitly).
     ``sequence_parallel``: latent attention's down projections (replicated on every TP rank) run
     on the rank's ``tokens / tp`` sequence shard, as Megatron-Core's MLASelfAttention does.
+    ``etp`` (MoE training with sequence parallelism, Megatron-Core's expert_tensor_parallel_size
+    when it is below ``tp``): the router sees the rank's sequence shard, ``tokens / tp``, which it
+    dispatches; the experts run the shards of their ``etp`` group at ``1/etp`` of their width.
     """
     check_layout(spec, tp, ep)
+    if etp is not None and etp != tp and (etp < 1 or tp % etp or tokens % tp):
+        raise HcsimError(f"etp {etp} with tp {tp} and {tokens} tokens (valid: etp dividing tp, tp dividing the tokens)")
     c = _check_phase(spec, tokens, phase, context)
     train = phase == "train"
     w = _Widths(spec, precision)
@@ -253,7 +259,7 @@ def block_operators(
     if spec.is_mla:
         shard = t // tp if sequence_parallel and tp > 1 and t % tp == 0 else t
         ops += latent_attention(spec, t, spec.attention_window(layer, c), tp, phase, sequences, w, shard)
-        return _after_attention(spec, ops, t, tp, ep, layer, train, w)
+        return _after_attention(spec, ops, t, tp, ep, layer, train, w, etp)
     ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train, **lin))
     c = spec.attention_window(layer, c)  # a sliding-window block attends its window only
     core_flops = 4.0 * t * c * q
@@ -286,11 +292,19 @@ def block_operators(
         )
     )
     ops.append(_linear("attn.out", t, q, h, b, q * h + (h if bias else 0), train, **lin))
-    return _after_attention(spec, ops, t, tp, ep, layer, train, w)
+    return _after_attention(spec, ops, t, tp, ep, layer, train, w, etp)
 
 
 def _after_attention(
-    spec: TransformerSpec, ops: list[Operator], t: int, tp: int, ep: int, layer: int, train: bool, w: _Widths
+    spec: TransformerSpec,
+    ops: list[Operator],
+    t: int,
+    tp: int,
+    ep: int,
+    layer: int,
+    train: bool,
+    w: _Widths,
+    etp: int | None = None,
 ) -> list[Operator]:
     """The block after its attention output: add, norm, the dense MLP or the MoE, add."""
     h, b, bias, norm_params = spec.hidden, w.b, spec.bias, spec.norm_parameters()
@@ -298,7 +312,7 @@ def _after_attention(
     ops.append(_memory_bound("add1", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
     ops.append(_memory_bound("norm2", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other))
     if spec.is_moe_layer(layer):
-        ops += _moe(spec, t, tp, ep, train, w)
+        ops += _moe(spec, t, tp, ep, train, w, etp)
     else:
         inner = spec.intermediate // tp
         up = 2 * inner if spec.gated_mlp else inner
@@ -379,12 +393,19 @@ def touched_experts(spec: TransformerSpec, tokens: int, ep: int = 1) -> float:
     return per_rank * (1.0 - (1.0 - spec.top_k / spec.experts) ** (tokens * ep))
 
 
-def _moe(spec: TransformerSpec, t: int, tp: int, ep: int, train: bool, w: _Widths) -> list[Operator]:
+def _moe(
+    spec: TransformerSpec, t: int, tp: int, ep: int, train: bool, w: _Widths, etp: int | None = None
+) -> list[Operator]:
     h, b, experts = spec.hidden, w.b, spec.experts
-    router = _linear("moe.router", t, h, experts, b, h * experts, train, kind="router", precision=w.other)
-    inner = spec.expert_intermediate // tp
+    if etp is None or etp == tp:  # experts split tp ways on the TP group's gathered tokens (the historical model)
+        routed, pairs, split = t, t * spec.top_k, tp
+    else:  # MoE parallel folding: the rank's SP shard is routed; the experts run their etp group's shards
+        routed = t // tp
+        pairs, split = routed * spec.top_k * etp, etp
+    router = _linear("moe.router", routed, h, experts, b, h * experts, train, kind="router", precision=w.other)
+    inner = spec.expert_intermediate // split
     up = 2 * inner if spec.gated_mlp else inner
-    pairs = t * spec.top_k  # token-expert pairs on this EP rank (balanced routing)
+    # pairs: token-expert pairs on this EP rank (balanced routing)
     per_expert = h * up + inner * h + ((up + h) if spec.bias else 0)
     held = (experts // ep) * per_expert
     touched = touched_experts(spec, t, ep) if not train else experts // ep

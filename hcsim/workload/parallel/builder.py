@@ -31,12 +31,13 @@ from hcsim.workload.graph import ALGORITHMS, Workload
 from hcsim.workload.models import ops as model_ops
 from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel.comms import TP_PATTERNS, activation_bytes, alltoall_bytes, p2p_bytes
-from hcsim.workload.parallel.costs import Part, UnitCost, block_cost, check_recompute, fold, mtp_units, state_bytes
+from hcsim.workload.parallel.costs import Part, block_cost, check_recompute, fold, mtp_units
 from hcsim.workload.parallel.costs import layer_recompute as block_mode
+from hcsim.workload.parallel.experts import check_folded, dispatch_bytes, expert_coords, expert_data_parallel, folded
 from hcsim.workload.parallel.gradient_sync import GradientSync
 from hcsim.workload.parallel.layout import Layout, RankGrid
 from hcsim.workload.parallel.layout import pipeline_split as split_layers
-from hcsim.workload.parallel.memory import step_grad_memory, unit_memory
+from hcsim.workload.parallel.memory import unit_footprint
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 from hcsim.workload.parallel.tp_overlap import overlap_plan
 
@@ -165,6 +166,7 @@ def training_graph(
         raise HcsimError(f"zero3_every_microbatch needs zero=3 (FSDP), not zero={zero}")
     if overlap_param_gather and zero not in (1, 2):
         raise HcsimError(f"overlap_param_gather needs zero=1 or 2 (a distributed optimizer), not zero={zero}")
+    check_folded(layout, sequence_parallel, zero, zero3_every_microbatch or overlap_param_gather)
     if layout.vp > 1:
         if schedule_name != "1f1b":
             raise HcsimError(
@@ -264,6 +266,8 @@ class _Builder(GradientSync):
         self.tokens = tokens = tokens // cp  # per rank: context parallelism splits every sequence cp ways
         self.full_dp = full_dp  # the replicas the graph's stand for (layout.dp unless folded)
         self.full_replicas = full_dp * cp if full_replicas is None else full_replicas  # ... and their CP slices
+        self.folded = folded(layout)  # etp < tp: the expert ranks regrouped (.experts)
+        self.expert_replicas = expert_data_parallel(layout, self.full_replicas)  # full_replicas // ep if not folded
         self.zero, self.sp = zero, sp
         self.algorithms = {"dp": dp_alg, "tp": tp_alg, "alltoall": a2a_alg}
         self.policy, self.operators, self.recompute = policy, operators, recompute
@@ -284,6 +288,7 @@ class _Builder(GradientSync):
             extra.update(context=seq, sequences=micro_batch)  # the attention spans the whole sequence
         mla_sp = sp and getattr(spec, "is_mla", False)  # latent attention's down projections run on the SP shard
         block_extra = {**extra, "sequence_parallel": True} if mla_sp else extra
+        block_extra = {**block_extra, "etp": layout.expert_tp} if self.folded else block_extra
         side_extra = {"precision": policy} if policy is not None else {}
         # units of each stage and chunk: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head";
         # chunk c of stage p holds the layers of virtual stage c*pp + p
@@ -310,6 +315,8 @@ class _Builder(GradientSync):
         self.act = activation_bytes(tokens, spec.hidden, self.bpv)
         self.p2p = max(1.0, p2p_bytes(tokens, spec.hidden, self.bpv, tp, sp))
         self.a2a = alltoall_bytes(tokens, max(1, getattr(spec, "top_k", 0)), spec.hidden, self.bpv)
+        if self.folded:  # each rank dispatches its sequence shard; the expert-TP group gathers (.experts)
+            self.a2a, self.etp_bytes = dispatch_bytes(layout, tokens, spec, self.bpv)
         if cp > 1:  # the KV of the whole sequence, this TP rank's K and V widths (ring attention's allgather)
             self.cp_bytes = float(tokens * cp * model_ops.kv_values_per_rank(spec, tp) * self.bpv)
         self.nodes: dict[str, dict] = {}
@@ -415,7 +422,7 @@ class _Builder(GradientSync):
                 footprint = 0.0
                 if block not in placed:  # the unit's data block is counted once, on its first vertex
                     placed.add(block)
-                    footprint = unit_state[unit] + unit_activation[unit] * kept_of[chunk_of[unit]]
+                    footprint = kept[unit][0] + kept[unit][1] * kept_of[chunk_of[unit]]
                 nodes[vertex] = d = {
                     "type": "compute", "flops": flops, "location": xpu, "precision": precision, "mem_bytes": mem,
                     "footprint": footprint, "is_start": False, "data": block, "unit": unit, "phase": phase, "mb": mb,
@@ -469,13 +476,19 @@ class _Builder(GradientSync):
                 beside.clear()
             return True
 
-        def step_ep(tag: str) -> None:
-            if lay.ep == 1:
+        def step_ep(tag: str, kind: str = "alltoall") -> None:  # or (folded, 1 < etp < tp) the expert-TP ones
+            a2a = kind == "alltoall"
+            if (lay.ep if a2a else lay.expert_tp) == 1:
                 return
             for t in range(lay.tp):
-                vertex = f"ep{d // lay.ep}.{p}.{t}/{tag}"
-                self._comm(vertex, self.a2a, "alltoall", grid.ep_group(d, p, t), self.algorithms["alltoall"],
-                           phase="ep")  # fmt: skip
+                et, e, ed = expert_coords(lay, d, t)  # (t, d % ep, d // ep) unless folded
+                if a2a:
+                    vertex = f"ep{ed}.{p}.{et}/{tag}"
+                    self._comm(vertex, self.a2a, kind, grid.ep_group(d, p, t), self.algorithms["alltoall"],
+                               phase="ep")  # fmt: skip
+                else:
+                    vertex = f"etp{ed}.{e}.{p}/{tag}"
+                    self._comm(vertex, self.etp_bytes, kind, grid.expert_tp_group(d, p, t), None, phase="ep")
                 link(t, vertex)
 
         def step_attention(tag: str, part: Part, backward: bool, unit: str, phase: str, mb: int, piece=None) -> None:  # noqa: ANN001
@@ -496,29 +509,10 @@ class _Builder(GradientSync):
                     prev = vertex
                 side[t].append(prev)
 
-        unit_activation: dict[str, float] = {}
-        unit_state: dict[str, float] = {}
-        megatron = policy is not None and not policy.legacy  # bf16/fp8: Megatron-Core + TE's bytes (memory.py)
-        for unit, cost, _ in units:
-            unit_activation[unit] = cost.activation_bytes
-            if megatron:
-                w, g, o, a = unit_memory(
-                    cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep, tp=lay.tp,
-                    sequence_parallel=self.sp, recompute=self.unit_recompute.get(unit, self.recompute),
-                )  # fmt: skip
-                # what is resident through the forward-backward: the step's fp32 gradient copy is not (memory.py)
-                step = step_grad_memory(cost, policy, zero=self.zero, replicas=self.full_replicas, ep=lay.ep)
-                state, unit_activation[unit] = w + g + o - step, a
-            elif policy is None:
-                state = state_bytes(cost.params, self.bpv, self.zero, self.full_replicas)
-                if isinstance(cost, UnitCost) and cost.expert_params:
-                    state += state_bytes(cost.expert_params, self.bpv, self.zero, self.full_replicas // lay.ep)
-            else:
-                state = cost.params * policy.state_bytes_per_param(self.zero, self.full_replicas)
-                if isinstance(cost, UnitCost) and cost.expert_params:
-                    per = policy.state_bytes_per_param(self.zero, self.full_replicas // lay.ep)
-                    state += cost.expert_params * per
-            unit_state[unit] = state
+        kept = {unit: unit_footprint(  # what a rank keeps of each unit: (state, activations of one microbatch)
+            cost, policy, bpv=self.bpv, zero=self.zero, replicas=self.full_replicas, expert_shards=self.expert_replicas,
+            ep=lay.ep, tp=lay.tp, sequence_parallel=self.sp, recompute=self.unit_recompute.get(unit, self.recompute),
+        ) for unit, cost, _ in units}  # fmt: skip
 
         pre, post = TP_PATTERNS[self.sp]
         for pas, mb, chunk in order:
@@ -547,19 +541,24 @@ class _Builder(GradientSync):
                         moe = half == "mlp" and cost.experts is not None
                         if self.tp_overlap and not moe and step_overlapped(here, half, part, backward, unit, **attrs):
                             continue
-                        step_tp(f"{here}.{half}.pre", pre)
-                        if half == "mlp" and cost.experts is not None:
-                            moe = [("mlp", cost.mlp), ("dispatch", None), ("experts", cost.experts), ("combine", None)]
+                        tp_around = not (moe and self.folded and not self.spec.shared_intermediate)
+                        if tp_around:  # folded: the SP shard is dispatched (a shared expert gathers it)
+                            step_tp(f"{here}.{half}.pre", pre)
+                        if moe:
+                            moe = [("mlp", cost.mlp), ("dispatch", "alltoall"), ("gather", "allgather"),
+                                   ("experts", cost.experts), ("scatter", "reduce_scatter"), ("combine", "alltoall")]
                             for sub, subpart in reversed(moe) if backward else moe:
-                                if subpart is None:
-                                    step_ep(f"{here}.{sub}")
+                                if isinstance(subpart, str):
+                                    if self.folded or subpart == "alltoall":
+                                        step_ep(f"{here}.{sub}", subpart)
                                 else:
                                     step_compute(f"{here}.{sub}", subpart, backward, unit, **attrs)
                         elif half == "attn":
                             step_attention(f"{here}.{half}", part, backward, unit, **attrs)
                         else:
                             step_compute(f"{here}.{half}", part, backward, unit, **attrs)
-                        step_tp(f"{here}.{half}.post", post)
+                        if tp_around:
+                            step_tp(f"{here}.{half}.post", post)
                 for t in range(lay.tp):
                     self.first.setdefault((d, p, t, unit, pas), chains[t][unit_start[t]])
                     if backward and mb == self.m - 1:

@@ -6,7 +6,8 @@ is laid out: per unit, the DP allreduce (``zero=0``), the ZeRO-1/2 reduce-scatte
 parameter all-gather (the latter optionally moved into the next forward:
 ``overlap_param_gather``), ZeRO-3's gathers before each pass, and FSDP's per-microbatch
 gathers and reduce-scatters. Vertices are ``{dp|edp}{group}.{stage}.{tp}/{unit}.{kind}``
-(``edp``: the expert-data-parallel groups of an MoE layer).
+(``edp``: the expert-data-parallel groups of an MoE layer; with ``etp < tp`` they span TP
+slices and are :func:`.experts.expert_gradient_sync`'s, ``edp{group}.{stage}/{unit}.{kind}``).
 
 It is a mixin: it reads the walker's state (``layout``, ``grid``, ``units``, ``zero``,
 ``policy``, ``bpv``, ``full_replicas``, ``algorithms``, ``fsdp``, ``gather_forward``, the
@@ -28,6 +29,7 @@ from hcsim.workload.graph import Workload
 from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel.comms import DP_SYNC
 from hcsim.workload.parallel.costs import UnitCost
+from hcsim.workload.parallel.experts import expert_gradient_sync, folded
 from hcsim.workload.parallel.optimizer import optimizer_bytes_per_param, optimizer_seconds
 
 __all__ = ["GradientSync"]
@@ -43,6 +45,7 @@ class GradientSync:
     policy: Any
     bpv: float
     full_replicas: int
+    expert_replicas: int  # the full system's expert-DP size (full_replicas // ep when etp = tp)
     m: int
     algorithms: dict[str, str]
     fsdp: bool
@@ -74,6 +77,8 @@ class GradientSync:
             self._fsdp_sync()
         else:
             self._replica_sync()
+            if folded(self.layout):  # expert-DP groups across TP slices (etp < tp)
+                expert_gradient_sync(self)
         if self._steps is not None:
             self._optimizer_steps()
 
@@ -91,7 +96,7 @@ class GradientSync:
                 forward_gathers: list[tuple[str, str, list[int]]] = []  # (unit, all-gather, replicas)
                 for unit, cost, _ in reversed(self.units[p]):
                     groups = [("dp", cost.params, [list(range(lay.replicas))], self.full_replicas)]
-                    if isinstance(cost, UnitCost) and cost.expert_params:
+                    if isinstance(cost, UnitCost) and cost.expert_params and not folded(lay):
                         sets = [list(range(e, lay.replicas, lay.ep)) for e in range(lay.ep)]
                         groups.append(("edp", cost.expert_params, sets, self.full_replicas // lay.ep))
                     for label, params, replica_sets, size in groups:
@@ -261,7 +266,7 @@ class GradientSync:
         experts = sum(cost.expert_params for _, cost, _ in self.units[p] if isinstance(cost, UnitCost))
         if self.zero < 1:
             return float(dense + experts)
-        return dense / self.full_replicas + experts / max(self.full_replicas // self.layout.ep, 1)
+        return dense / self.full_replicas + experts / max(self.expert_replicas, 1)
 
     def _optimizer_steps(self) -> None:
         """Per rank, its optimizer step: after its chain and its gradient collectives, before its next iteration."""

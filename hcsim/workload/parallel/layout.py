@@ -8,7 +8,8 @@ inside one server when ``tp`` divides the server size) is kept for the paper's s
 :data:`MEGATRON_ORDER` (``tp,dp,pp``) is Megatron-Core's own, which the CLI uses on the DGX
 systems when ``ep > 1``. Any permutation, or an explicit list of XPU names in rank order, replaces it.
 Expert parallelism is carved out of data parallelism (Megatron-Core): the EP group of rank
-``(d, p, t)`` is ``ep`` consecutive replicas at the same ``(p, t)``.
+``(d, p, t)`` is ``ep`` consecutive replicas at the same ``(p, t)``; with ``etp < tp`` the
+expert ranks of a stage are regrouped across TP slices (:mod:`.experts`).
 
     >>> from hcsim.workload.parallel.layout import Layout, RankGrid
     >>> grid = RankGrid(Layout.parse("dp=2,tp=2,pp=2"), [f"x{i}" for i in range(8)])
@@ -28,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hcsim.errors import HcsimError
+from hcsim.workload.parallel.experts import expert_group, folded
 
 __all__ = [
     "DEFAULT_ORDER",
@@ -40,7 +42,7 @@ __all__ = [
     "pipeline_split",
 ]
 
-DIMENSIONS = ("dp", "tp", "pp", "ep", "cp", "vp")
+DIMENSIONS = ("dp", "tp", "pp", "ep", "cp", "vp", "etp")
 DEFAULT_ORDER = ("tp", "pp", "dp")  # innermost first
 #: Megatron-Core's rank order ``tp-cp-ep-dp-pp`` (megatron/core/parallel_state.py@d98e8a64 line 617,
 #: initialize_model_parallel's default): pipeline stages outermost, so a stage's replicas (and the
@@ -55,7 +57,9 @@ class Layout:
     ``cp``: context parallelism, the sequence split ``cp`` ways (ranks ``dp x tp x pp x cp``;
     a CP group is ``cp`` ranks of one replica, placed right outside TP as Megatron's
     ``tp-cp-...`` order does). ``vp``: model chunks per pipeline rank (interleaved 1F1B),
-    no ranks of its own.
+    no ranks of its own. ``etp``: Megatron-Core's expert_tensor_parallel_size, the ways each
+    expert is split (None: ``tp``, the historical model); ``etp < tp`` regroups a stage's
+    expert ranks ``etp x ep x edp`` (:mod:`.experts`), ``ep`` dividing ``(tp/etp) x dp x cp``.
     """
 
     dp: int = 1
@@ -64,6 +68,16 @@ class Layout:
     ep: int = 1
     cp: int = 1
     vp: int = 1
+    etp: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.etp is not None and self.etp == self.tp:  # the default spelled out: the same layout
+            object.__setattr__(self, "etp", None)
+
+    @property
+    def expert_tp(self) -> int:
+        """The ways each expert is split (``etp``; default ``tp``)."""
+        return self.tp if self.etp is None else self.etp
 
     @property
     def ranks(self) -> int:
@@ -78,18 +92,20 @@ class Layout:
         text = f"dp={self.dp},tp={self.tp},pp={self.pp}"
         text += f",ep={self.ep}" if self.ep > 1 else ""
         text += f",cp={self.cp}" if self.cp > 1 else ""
+        text += f",etp={self.etp}" if self.etp is not None else ""
         return text + (f",vp={self.vp}" if self.vp > 1 else "")
 
     @classmethod
     def parse(cls, text: str, xpus: int | None = None) -> Layout:
-        """``"dp=32,tp=8,pp=4[,ep=8][,cp=2][,vp=2]"``; a missing ``dp`` is ``xpus / (tp * pp * cp)`` given ``xpus``."""
+        """``"dp=32,tp=8,pp=4[,ep=8][,cp=2][,vp=2][,etp=1]"``; a missing ``dp`` is ``xpus / (tp x pp x cp)``."""
         values: dict[str, int] = {}
         for item in str(text).split(","):
             key, sep, value = item.strip().partition("=")
             key = key.strip().lower()
             if not sep or key not in DIMENSIONS:
                 raise HcsimError(
-                    f"parallel layout item {item.strip()!r} is invalid (valid: dp=N,tp=N,pp=N[,ep=N][,cp=N][,vp=N])"
+                    f"parallel layout item {item.strip()!r} is invalid (valid: dp=N,tp=N,pp=N[,ep=N][,cp=N][,vp=N]"
+                    "[,etp=N])"
                 )
             if key in values:
                 raise HcsimError(f"parallel layout gives {key} twice in {text!r}")
@@ -122,7 +138,20 @@ class Layout:
                 f"layout {self} needs {what} = {self.ranks} XPUs but the platform has {xpus} "
                 "(valid: a layout whose product is the XPU count)"
             )
-        if self.replicas % self.ep:
+        etp = self.expert_tp
+        if self.tp % etp:
+            raise HcsimError(
+                f"layout {self}: etp={etp} does not divide tp={self.tp} (valid: etp dividing tp; hcsim splits "
+                "each expert at most as the attention)"
+            )
+        if etp != self.tp and (self.tp // etp) * self.replicas % self.ep:
+            free = (self.tp // etp) * self.replicas
+            raise HcsimError(
+                f"layout {self}: etp x ep = {etp * self.ep} does not divide tp x dp x cp = {self.tp * self.replicas} "
+                f"(Megatron-Core: the world size must be divisible by etp x ep x pp; valid: ep dividing "
+                f"(tp/etp) x dp x cp = {free})"
+            )
+        if etp == self.tp and self.replicas % self.ep:
             over = f"dp x cp={self.replicas}" if self.cp > 1 else f"dp={self.dp}"
             raise HcsimError(
                 f"layout {self}: ep={self.ep} does not divide {over} (experts are spread over DP replicas)"
@@ -141,6 +170,8 @@ class Layout:
         experts = getattr(spec, "experts", 0)
         if self.ep > 1 and not experts:
             raise HcsimError(f"layout {self}: {spec.name} is a dense model, ep={self.ep} needs a mixture of experts")
+        if self.etp is not None and not experts:
+            raise HcsimError(f"layout {self}: {spec.name} is a dense model, etp={self.etp} needs a mixture of experts")
         if experts and experts % self.ep:
             raise HcsimError(
                 f"layout {self}: {spec.name} has {experts} experts, not divisible by ep={self.ep} "
@@ -149,7 +180,8 @@ class Layout:
 
     def representatives(self, kept: int) -> Layout:
         """The layout of ``kept`` representative XPUs of this layout's system: fewer replicas, whole EP groups."""
-        per_unit = self.tp * self.pp * math.lcm(self.ep, self.cp)
+        ep_replicas = math.lcm(self.tp, self.expert_tp * self.ep) // self.tp  # replicas of whole EP groups
+        per_unit = self.tp * self.pp * math.lcm(ep_replicas, self.cp)
         if kept % per_unit or kept > self.ranks:
             what = "tp x pp x lcm(ep, cp)" if self.cp > 1 else "tp x pp x ep"
             raise HcsimError(
@@ -396,10 +428,19 @@ class RankGrid:
         return [self._xpu[(c, p, t)] for c in range(first, first + self.layout.cp)]
 
     def ep_group(self, d: int, p: int, t: int) -> list[str]:
+        """The EP group of rank ``(d, p, t)`` (with ``etp < tp`` across TP slices: :mod:`.experts`)."""
+        if folded(self.layout):
+            return [self._xpu[(e, p, u)] for e, u in expert_group(self.layout, d, t, "ep")]
         first = d - d % self.layout.ep
         return [self._xpu[(e, p, t)] for e in range(first, first + self.layout.ep)]
 
     def expert_dp_group(self, d: int, p: int, t: int) -> list[str]:
         """The replicas holding the same experts as ``d`` (whose expert gradients are summed)."""
+        if folded(self.layout):
+            return [self._xpu[(e, p, u)] for e, u in expert_group(self.layout, d, t, "edp")]
         ep = self.layout.ep
         return [self._xpu[(e, p, t)] for e in range(d % ep, self.layout.replicas, ep)]
+
+    def expert_tp_group(self, d: int, p: int, t: int) -> list[str]:
+        """The ``etp`` ranks splitting the same experts as rank ``(d, p, t)`` (its TP group when ``etp = tp``)."""
+        return [self._xpu[(e, p, u)] for e, u in expert_group(self.layout, d, t, "etp")]

@@ -27,6 +27,7 @@ from hcsim.workload.models import ops as model_ops
 from hcsim.workload.models.precision import training_precision, zero_shards
 from hcsim.workload.parallel.costs import (
     Part,
+    UnitCost,
     block_cost,
     check_recompute,
     fold,
@@ -34,7 +35,9 @@ from hcsim.workload.parallel.costs import (
     mtp_units,
     recompute_modules,
     recomputed_kept,
+    state_bytes,
 )
+from hcsim.workload.parallel.experts import expert_data_parallel, folded
 from hcsim.workload.parallel.layout import Layout, pipeline_split
 from hcsim.workload.parallel.schedules import in_flight_by_chunk, interleaved_1f1b, schedule
 
@@ -46,6 +49,7 @@ __all__ = [
     "step_grad_memory",
     "te_linear",
     "training_memory",
+    "unit_footprint",
     "unit_memory",
 ]
 
@@ -173,6 +177,9 @@ def training_memory(
         block_kw["sequence_parallel"] = True
     # the distributed optimizer shards over dp x cp (Megatron-Core's dp_cp group: Layout.replicas)
     where = {"zero": zero, "replicas": layout.replicas, "ep": ep, "tp": tp, "sequence_parallel": sequence_parallel}
+    if folded(layout):  # etp < tp: the experts see the etp group's shards, their state shards over edp (.experts)
+        block_kw["etp"] = layout.expert_tp
+        where["expert_shards"] = expert_data_parallel(layout)
     out: list[StageMemory] = []
     for p in range(pp):
         if vp > 1:
@@ -201,7 +208,9 @@ def training_memory(
                 w, g, o, a = unit_memory(unit, policy, recompute=mode, **where)
                 for i, v in enumerate((w, g, o, a * kept_of[c])):
                     totals[i] += v
-                step_only += step_grad_memory(unit, policy, zero=zero, replicas=layout.replicas, ep=ep)
+                step_only += step_grad_memory(
+                    unit, policy, zero=zero, replicas=layout.replicas, ep=ep, expert_shards=where.get("expert_shards")
+                )
         # the fp32 gradient shard of the step is not kept with the rest of the optimizer state
         totals[2] -= step_only
         out.append(StageMemory(p, *totals, layers=split.stage_layers(p), step_only=step_only))
@@ -218,6 +227,7 @@ def unit_memory(
     tp: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
+    expert_shards: int | None = None,
 ) -> tuple[float, float, float, float]:
     """(weights, gradients, optimizer state, activations of one microbatch) of one unit on one rank.
 
@@ -226,15 +236,17 @@ def unit_memory(
     TE) each operator's parameters and kept bytes are counted as :func:`te_linear` and
     :func:`kept_activation_bytes` say; under fp16 and fp32 (hcsim's accounting before issue 24) every
     parameter has the policy's bytes and the part's activations are kept, the norms' split ``tp``
-    ways with sequence parallelism.
+    ways with sequence parallelism. ``expert_shards``: the expert-DP size the experts' state is
+    sharded over (default ``replicas // ep``; with ``etp < tp``: :func:`.experts.expert_data_parallel`).
     """
     parts = [unit] if isinstance(unit, Part) else [p for p in (unit.attention, unit.mlp, unit.experts) if p]
     ops = [o for part in parts for o, _ in part.fwd_ops]
     sp = sequence_parallel and tp > 1
     megatron = not policy.legacy
     weights = grads = optimizer = 0.0
+    experts = replicas // ep if expert_shards is None else expert_shards
     for o in ops:
-        shards = replicas // ep if o.kind == "experts" else replicas
+        shards = experts if o.kind == "experts" else replicas
         w, g, s = policy.state_split(zero, shards, te_linear=te_linear(o) if megatron else True)
         weights += o.params * w
         grads += o.params * g
@@ -255,7 +267,50 @@ def unit_memory(
     return weights, grads, optimizer, activations
 
 
-def step_grad_memory(unit: Any, policy: Any, *, zero: int, replicas: int, ep: int = 1) -> float:
+def unit_footprint(
+    cost: Any,
+    policy: Any,
+    *,
+    bpv: float,
+    zero: int,
+    replicas: int,
+    expert_shards: int,
+    ep: int,
+    tp: int,
+    sequence_parallel: bool,
+    recompute: str,
+) -> tuple[float, float]:
+    """(state, activations of one microbatch) one rank keeps of a unit: the training graph's footprints.
+
+    ``policy``: a training precision, or None (the spec's own: hcsim's historical fp16/fp32
+    accounting). Under bf16/fp8 (Megatron-Core + TE) :func:`unit_memory`, less the optimizer
+    step's fp32 gradient copy, which is not resident through the forward-backward
+    (:func:`step_grad_memory`); else the parameters' state by :func:`.costs.state_bytes` or the
+    policy's bytes per parameter, the experts' sharded over ``expert_shards``.
+    """
+    activation = cost.activation_bytes
+    if policy is not None and not policy.legacy:
+        w, g, o, a = unit_memory(
+            cost, policy, zero=zero, replicas=replicas, ep=ep, tp=tp, sequence_parallel=sequence_parallel,
+            recompute=recompute, expert_shards=expert_shards,
+        )  # fmt: skip
+        step = step_grad_memory(cost, policy, zero=zero, replicas=replicas, ep=ep, expert_shards=expert_shards)
+        return w + g + o - step, a
+    if policy is None:
+        state = state_bytes(cost.params, bpv, zero, replicas)
+        if isinstance(cost, UnitCost) and cost.expert_params:
+            state += state_bytes(cost.expert_params, bpv, zero, expert_shards)
+    else:
+        state = cost.params * policy.state_bytes_per_param(zero, replicas)
+        if isinstance(cost, UnitCost) and cost.expert_params:
+            per = policy.state_bytes_per_param(zero, expert_shards)
+            state += cost.expert_params * per
+    return state, activation
+
+
+def step_grad_memory(
+    unit: Any, policy: Any, *, zero: int, replicas: int, ep: int = 1, expert_shards: int | None = None
+) -> float:
     """Bytes of the fp32 main-gradient shard copy one rank makes at the optimizer step for ``unit``'s parameters.
 
     ``policy.step_grad_bytes`` per parameter (4 with 16-bit main gradients under Megatron-Core, else 0;
@@ -268,9 +323,10 @@ def step_grad_memory(unit: Any, policy: Any, *, zero: int, replicas: int, ep: in
         return 0.0
     parts = [unit] if isinstance(unit, Part) else [p for p in (unit.attention, unit.mlp, unit.experts) if p]
     total = 0.0
+    experts = replicas // ep if expert_shards is None else expert_shards
     for part in parts:
         for o, _ in part.fwd_ops:
-            shards = replicas // ep if o.kind == "experts" else replicas
+            shards = experts if o.kind == "experts" else replicas
             total += o.params * zero_shards(0.0, 0.0, policy.step_grad_bytes, zero, shards)[2]
     return total
 
