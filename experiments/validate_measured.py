@@ -132,6 +132,14 @@ SOURCE_RECIPES: dict[str, tuple[tuple[str, ...], str]] = {
     "nemo-24.05": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.05, line 70")),
     "nemo-24.07": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.07 = @8325688d, line 72")),
 }
+#: Expert tensor parallelism a source's MoE recipes set (rows with ep > 1, tp > 1, no etp column), and why.
+SOURCE_ETP = {"megatron-bridge-25.11": 1}
+SOURCE_ETP_WHY = (
+    "expert tensor parallelism 1 on every expert-parallel row (Megatron-Core's MoE parallel folding): "
+    "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py@067f987d lines 60-876, "
+    "deepseek/h100/deepseek_v3.py lines 132 and 300, gpt_oss/h100/gpt_oss.py lines 65 and 190 "
+    "(cfg.model.expert_tensor_parallel_size = 1)"
+)
 #: Recipe flags that choose among a calibration's tables: left out of the ideal model's command.
 CALIBRATED_FLAGS = {"--attention-backend": 1}  # flag -> values it takes
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
@@ -223,6 +231,13 @@ def read_rows(path: str) -> list[Row]:
     return rows
 
 
+def model_key(model: str) -> str:
+    """The CSV's model spelling folded (case, ``_`` and spaces to ``-``, a trailing parenthesised note dropped):
+    the key of :data:`RECIPES` and, through :data:`MODEL_ALIASES`, of the presets."""
+    key = re.sub(r"\s*\([^)]*\)\s*$", "", model.strip()).lower()
+    return re.sub(r"[\s_]+", "-", key)
+
+
 def preset_name(model: str, presets: Sequence[str] | None = None) -> str:
     """The hcsim preset of the CSV's model spelling (LLAMA3.1-405B -> llama3-405b, GPT3-5B -> gpt3-5b).
 
@@ -232,8 +247,7 @@ def preset_name(model: str, presets: Sequence[str] | None = None) -> str:
     >>> preset_name("Qwen3_30B_a3B (tokendrop)"), preset_name("GPT OSS 120B"), preset_name("LLAMA3.1_70B")
     ('qwen3-30b-a3b', 'gpt-oss-120b', 'llama3-70b')
     """
-    key = re.sub(r"\s*\([^)]*\)\s*$", "", model.strip()).lower()
-    key = re.sub(r"[\s_]+", "-", key)
+    key = model_key(model)
     key = MODEL_ALIASES.get(key, key)
     if presets is not None and key not in presets:
         raise RowError(f"model {model!r} has no hcsim preset {key!r} (valid: {', '.join(presets)})")
@@ -265,8 +279,12 @@ def data_parallel(row: Row) -> tuple[int, int]:
 
 
 def layout_text(row: Row) -> str:
-    """The --parallel value: every dimension, 1s included (and ``etp`` when the CSV gives it)."""
-    etp = f",etp={row.etp}" if row.etp is not None else ""
+    """The --parallel value: every dimension, 1s included; ``etp`` when the CSV gives it, or when the row's
+    source sets it for expert-parallel layouts with tp > 1 (:data:`SOURCE_ETP`; with tp 1 it is tp anyway)."""
+    etp_value = (
+        row.etp if row.etp is not None else SOURCE_ETP.get(row.source.strip().lower()) if row.ep > 1 < row.tp else None
+    )
+    etp = f",etp={etp_value}" if etp_value is not None else ""
     return f"tp={row.tp},pp={row.pp},cp={row.cp},vp={row.vp},ep={row.ep}{etp}"
 
 
@@ -301,7 +319,7 @@ def recipe_flags(row: Row) -> tuple[str, ...]:
     """The row's published recipe settings beyond the CSV's columns (:data:`RECIPES`), as flags."""
     source = row.source.strip().lower()
     by_precision = PRECISION_RECIPES.get((source, row.precision.strip().lower()))
-    model, precision = row.model.strip().lower(), row.precision.strip().lower()
+    model, precision = model_key(row.model), row.precision.strip().lower()
     by_model = RECIPES.get((source, model))
     by_both = RECIPES.get((source, model, precision))
     by_source = SOURCE_RECIPES.get(source)
@@ -491,8 +509,8 @@ def render(
         first = outcomes.get((r.index, calibrations[0]))
         cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    keys = {(r.source.lower(), r.model.lower()) for r in rows}
-    keys |= {(r.source.lower(), r.model.lower(), r.precision.lower()) for r in rows}
+    keys = {(r.source.lower(), model_key(r.model)) for r in rows}
+    keys |= {(r.source.lower(), model_key(r.model), r.precision.lower()) for r in rows}
     used = [((key[0], " ".join(key[1:])), RECIPES[key]) for key in RECIPES if key in keys]
     used += [
         (key, PRECISION_RECIPES[key])
@@ -501,6 +519,10 @@ def render(
     ]
     sources = {r.source.lower() for r in rows}
     used += [((key, "every row"), SOURCE_RECIPES[key]) for key in SOURCE_RECIPES if key in sources]
+    moe_sources = {r.source.lower() for r in rows if r.ep > 1 < r.tp and r.etp is None}
+    used += [
+        ((key, "ep > 1"), ((f"etp={SOURCE_ETP[key]}",), SOURCE_ETP_WHY)) for key in SOURCE_ETP if key in moe_sources
+    ]
     if used:
         lines += [
             "",

@@ -230,3 +230,15 @@ def test_nccl_section_is_the_calibration_checks(vm):
     lines = vm._nccl_section()
     assert any("nccl-tests" in line for line in lines)
     assert not any(line.startswith("<!--") for line in lines)
+
+
+def test_recipes_and_etp_follow_the_folded_spelling(vm):
+    row = vm.Row(
+        1, "megatron-bridge-25.11", "DGX-H100", "LLAMA3_70B", 64, "FP8-CS", 128, 1, 8192, 0, 4, 8, 1, 5, 1, 1.0
+    )
+    assert "--tp-comm-overlap" in vm.recipe_flags(row)  # the same recipe as "LLAMA3-70B"
+    moe = dataclasses.replace(row, model="Qwen3_235B_a22B (tokendrop)", gpus=256, tp=2, pp=8, vp=4, ep=32)
+    assert vm.layout_text(moe) == "tp=2,pp=8,cp=1,vp=4,ep=32,etp=1"  # Megatron-Bridge's MoE recipes: etp 1
+    assert vm.layout_text(dataclasses.replace(moe, tp=1, gpus=128)) == "tp=1,pp=8,cp=1,vp=4,ep=32"
+    assert vm.layout_text(dataclasses.replace(moe, source="nemo-24.07")) == "tp=2,pp=8,cp=1,vp=4,ep=32"
+    assert vm.layout_text(dataclasses.replace(moe, etp=2)).endswith(",etp=2")  # a CSV column wins
