@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clitools import run_here
+from clitools import run
 
 import hcsim.calibration
 from hcsim.calibration import load_calibration
@@ -75,13 +75,13 @@ TINY = {  # four small LLaMA blocks: the GPU time of an iteration is about an ms
 def _serve(tmp_path, calibration):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(TINY))
-    status, out, err = run_here(
+    proc = run(  # a process of its own: nothing of an earlier run in this interpreter carries over
         "serve", "--model", config, "--system", "dgx-a100", "--xpus", "1", "--tp", "1", "--scheduler", "continuous",
         "--prompt-tokens", "32", "--output-tokens", "16", "--requests", "8", "--rate", "1e6/s",
         "--calibration", calibration, "--json",
     )  # fmt: skip
-    assert status == 0, err
-    return json.loads(out)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
 def test_serve_adds_the_host_time_of_every_iteration(tmp_path):
