@@ -145,7 +145,9 @@ def iteration_graph(
     checked: list[tuple[str, dict[str, Any]]] = []
     last: dict[str, str | None] = {x: None for x in group}
     first = group[0]
-    seconds: dict[int, float] = {}  # a calibrated operator's time, once per operator (every rank's is the same)
+    # a calibrated operator's time, once per operator (every rank's is the same); the entry holds the operator
+    # so its id cannot be reused by a later one while the graph is built (a freed block's ids would be)
+    seconds: dict[int, tuple[Operator, float]] = {}
 
     def compute(x: str, name: str, op: Operator, remote: str = "") -> None:
         v = f"{x}.{name}"
@@ -157,10 +159,10 @@ def iteration_graph(
         if remote == "host":  # the third tier is copied in over PCIe even on a coherent system
             d["coherent"] = False
         if calibration is not None:
-            t = seconds.get(id(op))
-            if t is None:
-                t = seconds[id(op)] = vertex_seconds([(op, "fwd")], precision, calibration)
-            d["seconds"] = t
+            hit = seconds.get(id(op))
+            if hit is None:
+                hit = seconds[id(op)] = (op, vertex_seconds([(op, "fwd")], precision, calibration))
+            d["seconds"] = hit[1]
         nodes.append((v, d))
         if x == first:
             checked.append((v, d))
