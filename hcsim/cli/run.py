@@ -57,8 +57,8 @@ from hcsim.workload.models.flops import model_flops_per_token
 from hcsim.workload.models.inference import check_inference, inference_step
 from hcsim.workload.models.spec import load_model
 from hcsim.workload.parallel.factory import TrainingWorkload
-from hcsim.workload.parallel.layout import Layout, experts_order, pipeline_split
-from hcsim.workload.parallel.memory import check_fits, training_memory
+from hcsim.workload.parallel.layout import Layout, expert_tp_note, experts_order, fitting_expert_tp, pipeline_split
+from hcsim.workload.parallel.memory import check_fits, workload_memory
 
 __all__ = ["MAX_BATCH", "MAX_DEGREE", "MAX_ITERATIONS", "MAX_MICROBATCHES", "MAX_MICRO_BATCH", "MAX_TOKENS", "main"]
 
@@ -459,16 +459,7 @@ def _compile_imported(topology: Topology, scratch: contextlib.ExitStack) -> str:
 def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topology) -> None:
     """On a DGX: what each rank holds must fit in its HBM, unless ``--allow-spill`` (one line otherwise)."""
     xpus = topo.xpus()
-    o = workload.options
-    stages = training_memory(
-        workload.spec, workload.full_layout(len(xpus)), micro_batch=o["micro_batch"], sequence=o["sequence"],
-        microbatches=o["microbatches"], schedule_name=o["schedule_name"], zero=o["zero"],
-        precision=o.get("precision"), recompute=o.get("recompute", "none"),
-        sequence_parallel=o["sequence_parallel"], xpus=len(xpus),
-        grad_reduce_in_fp32=o.get("grad_reduce_in_fp32", True), pipeline_split=o.get("pipeline_split"),
-        fp8_param_gather=o.get("fp8_param_gather", False), optimizer_dtype=o.get("optimizer_dtype", "fp32"),
-    )  # fmt: skip
-    check_fits(stages, topo.nodes[xpus[0]]["memory"], allow_spill=args.allow_spill)
+    check_fits(workload_memory(workload, len(xpus)), topo.nodes[xpus[0]]["memory"], allow_spill=args.allow_spill)
 
 
 def _pipeline_note(workload: TrainingWorkload, xpus: int) -> str | None:
@@ -525,6 +516,8 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
         raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
     spec = load_model(args.model)
 
+    noted: list[Layout] = []
+
     def layout_of(xpus: int) -> Layout:
         layout = Layout.parse(args.parallel or f"dp={xpus}", xpus)
         if args.ep is not None:
@@ -533,7 +526,10 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
             if args.ep < 1:
                 raise HcsimError(f"--ep {args.ep} is invalid (valid: an integer >= 1)")
             layout = replace(layout, ep=args.ep)
-        return layout
+        fitted = fitting_expert_tp(layout)
+        if fitted is not layout and not noted:
+            noted.append(print(f"hcsim: note: {expert_tp_note(layout, fitted)}", file=sys.stderr))
+        return fitted
 
     calibrated = {}
     if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)

@@ -24,7 +24,7 @@ from hcsim.workload.models.ops import block_operators
 from hcsim.workload.models.precision import training_precision
 from hcsim.workload.parallel import training_graph
 from hcsim.workload.parallel.experts import expert_data_parallel, expert_group
-from hcsim.workload.parallel.layout import MEGATRON_ORDER, Layout, RankGrid
+from hcsim.workload.parallel.layout import MEGATRON_ORDER, Layout, RankGrid, fitting_expert_tp
 from hcsim.workload.parallel.memory import training_memory
 
 MOE = TransformerSpec("moe", layers=2, hidden=512, heads=8, kv_heads=4, intermediate=1024, vocab=4096,
@@ -108,6 +108,42 @@ def test_bad_options_are_one_line() -> None:
         training_graph(dense, "tp=2,etp=1", [f"x{i}" for i in range(8)], sequence_parallel=True)
     assert_refused(run_here("run", "--system", "dgx-h100", "--xpus", "16", "--model", "mixtral-8x7b", "--parallel",
                             "tp=2,ep=32,etp=1"), "etp x ep = 32 does not divide tp x dp x cp = 16")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "layout,etp",
+    [
+        (Layout(dp=16, tp=2, pp=8, ep=32), 1),  # Qwen3-235B-A22B on 256 H100 (NeMo's and Bridge's recipes: etp 1)
+        (Layout(dp=32, tp=2, pp=16, ep=64), 1),  # DeepSeek-V3 on 1024 H100 (NeMo's recipe table: etp 1)
+        (Layout(dp=2, tp=4, ep=4), 2),  # the largest that fits: (4/2) x 2 = 4 ranks
+        (Layout(dp=2, tp=4, ep=8), 1),
+        (Layout(dp=8, tp=2, ep=8), None),  # Megatron-Core's default fits: unchanged
+        (Layout(dp=2, tp=4, ep=8, etp=2), 2),  # given: unchanged (check() refuses it)
+        (Layout(dp=3, tp=2, ep=4), None),  # nothing fits: unchanged, check() refuses it as before
+    ],
+)
+def test_an_expert_layout_megatron_refuses_gets_the_largest_etp_that_fits(layout: Layout, etp: int | None) -> None:
+    fitted = fitting_expert_tp(layout)
+    assert fitted.etp == etp
+    if etp is not None and layout.etp is None:
+        fitted.check(fitted.ranks)  # it runs
+        larger = range(etp + 1, fitted.tp)
+        assert not any(fitted.tp % e == 0 and (fitted.tp // e) * fitted.replicas % fitted.ep == 0 for e in larger)
+    else:
+        assert fitted is layout
+
+
+def test_the_cli_runs_such_a_layout_as_with_etp_given_and_says_so() -> None:
+    """``tp=2,pp=2,ep=8`` on 16 GPUs (dp 4): Megatron-Core's etp = tp cannot place ep 8; the run is etp=1's."""
+    args = ["--system", "dgx-h100", "--xpus", "16", "--model", "mixtral-8x7b", "--micro-batch", "1", "--microbatches",
+            "2", "--sequence", "512", "--precision", "bf16", "--calibration", "dgx-h100", "--json"]  # fmt: skip
+    status, out, err = run_here("run", *args, "--parallel", "tp=2,pp=2,ep=8")
+    given = run_here("run", *args, "--parallel", "tp=2,pp=2,ep=8,etp=1")
+    assert status == 0 and given[0] == 0, (err, given[2])
+    assert out == given[1]
+    notes = [line for line in err.splitlines() if "etp=tp" in line]
+    assert len(notes) == 1 and "running etp=1" in notes[0] and "etp=N in --parallel" in notes[0]
+    assert "etp=tp" not in given[2]
 
 
 # ---------------------------------------------------------------- closed forms

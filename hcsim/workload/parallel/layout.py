@@ -39,6 +39,8 @@ __all__ = [
     "PipelineSplit",
     "RankGrid",
     "experts_order",
+    "expert_tp_note",
+    "fitting_expert_tp",
     "pipeline_split",
 ]
 
@@ -355,6 +357,32 @@ def experts_order(parallel: str | None, ep: int | None = None) -> tuple[str, ...
     """
     experts = max(ep or 1, Layout.parse(parallel).ep if parallel else 1)
     return MEGATRON_ORDER if experts > 1 else None
+
+
+def fitting_expert_tp(layout: Layout) -> Layout:
+    """``layout`` with the largest ``etp`` below ``tp`` that fits, when Megatron-Core's default cannot.
+
+    With ``etp`` unset (``tp``), an EP group must lie within DP replicas; when ``ep`` does not
+    divide ``dp x cp``, Megatron-Core refuses the layout unless the recipe lowers
+    expert_tensor_parallel_size (NVIDIA's H100 MoE recipes set 1). Any other layout is returned as is.
+
+    >>> fitting_expert_tp(Layout(dp=16, tp=2, pp=8, ep=32)).etp, fitting_expert_tp(Layout(dp=8, tp=2, ep=8)).etp
+    (1, None)
+    """
+    if layout.ep < 2 or layout.etp is not None or layout.replicas % layout.ep == 0:
+        return layout
+    for etp in range(layout.tp - 1, 0, -1):
+        if layout.tp % etp == 0 and (layout.tp // etp) * layout.replicas % layout.ep == 0:
+            return replace(layout, etp=etp)
+    return layout
+
+
+def expert_tp_note(given: Layout, fitted: Layout) -> str:
+    """The one-line note a run prints when :func:`fitting_expert_tp` lowered ``etp``."""
+    return (
+        f"ep={given.ep} does not divide the {given.replicas} DP replicas with etp=tp (Megatron-Core's default); "
+        f"running etp={fitted.etp}, the largest that fits, as NVIDIA's MoE recipes set it (valid: etp=N in --parallel)"
+    )
 
 
 def _order(mapping: str | Sequence[str]) -> tuple[str, ...]:

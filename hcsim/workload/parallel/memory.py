@@ -51,6 +51,7 @@ __all__ = [
     "training_memory",
     "unit_footprint",
     "unit_memory",
+    "workload_memory",
 ]
 
 #: column-parallel linear layers: with sequence parallelism their input arrives sequence-sharded and is
@@ -333,6 +334,19 @@ def step_grad_memory(
 
 def _split(layers: int, layout: Layout, split: Any, mtp: int = 0) -> Any:
     return pipeline_split(layers, layout.pp, layout.vp, split, mtp=mtp)
+
+
+def workload_memory(workload: Any, xpus: int) -> list[StageMemory]:
+    """:func:`training_memory` of a training workload (its spec, layout on ``xpus`` XPUs and options)."""
+    o = workload.options
+    return training_memory(
+        workload.spec, workload.full_layout(xpus), micro_batch=o["micro_batch"], sequence=o["sequence"],
+        microbatches=o["microbatches"], schedule_name=o["schedule_name"], zero=o["zero"],
+        precision=o.get("precision"), recompute=o.get("recompute", "none"),
+        sequence_parallel=o["sequence_parallel"], xpus=xpus,
+        grad_reduce_in_fp32=o.get("grad_reduce_in_fp32", True), pipeline_split=o.get("pipeline_split"),
+        fp8_param_gather=o.get("fp8_param_gather", False), optimizer_dtype=o.get("optimizer_dtype", "fp32"),
+    )  # fmt: skip
 
 
 def check_fits(
