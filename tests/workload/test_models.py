@@ -23,6 +23,7 @@ from hcsim.errors import HcsimError
 from hcsim.workload import llama2
 from hcsim.workload.models import PRESETS, block_operators, embedding_operators, head_operators, load_model
 from hcsim.workload.models.ops import check_layout, touched_experts
+from hcsim.workload.models.spec import PRESET_ALIASES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -354,3 +355,16 @@ def _env():
     import os
 
     return dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+@pytest.mark.parametrize("alias", sorted(PRESET_ALIASES))
+def test_nvidia_table_spellings_load_their_preset(alias):
+    assert PRESET_ALIASES[alias] in PRESETS
+    assert load_model(alias) is PRESETS[PRESET_ALIASES[alias]]
+    assert load_model(alias.upper()) is PRESETS[PRESET_ALIASES[alias]]
+    assert alias not in PRESETS.unknown("x").args[0]  # the valid list names the presets only
+
+
+def test_an_unknown_model_name_is_still_one_line():
+    with pytest.raises(HcsimError, match=r"model 'llama3.2-405b' is unknown \(valid: a config.json file or one of"):
+        load_model("llama3.2-405b")

@@ -4,10 +4,9 @@
 transformer: blocks, hidden width, attention heads and KV heads (grouped-query attention),
 MLP width (SwiGLU's or a GELU MLP's matrices), vocabulary, default sequence length, precision,
 the experts, top-k and expert width of a mixture of experts, latent attention's ranks and widths.
-Presets (:data:`PRESETS`) follow the published HuggingFace ``config.json`` files (GPT-3
-175B its paper); :func:`load_model` takes a preset name or a ``config.json`` path
-(LLaMA / Mistral / Mixtral / Qwen / Gemma / DeepSeek keys, read by ``model_type``, or GPT-2's
-``n_embd`` family)::
+Presets (:data:`PRESETS`; other spellings :data:`PRESET_ALIASES`) follow the published HuggingFace
+``config.json`` files (GPT-3 175B its paper); :func:`load_model` takes a preset name or a ``config.json``
+path (LLaMA / Mistral / Mixtral / Qwen / Gemma / DeepSeek keys, read by ``model_type``, or GPT-2's)::
 
     >>> from hcsim.workload.models import load_model
     >>> m = load_model("llama2-13b")
@@ -34,6 +33,7 @@ from hcsim.registry import Registry
 __all__ = [
     "TransformerSpec",
     "PRESETS",
+    "PRESET_ALIASES",
     "load_model",
     "BYTES_PER_VALUE",
     "HF_FAMILIES",
@@ -362,6 +362,10 @@ PRESETS: Registry[TransformerSpec] = Registry(
     },
     valid="a config.json file or one of {}",
 )
+#: Other names of presets, as NVIDIA's tables spell them (LLaMA 3.1 keeps LLaMA 3's shapes; only RoPE differs).
+PRESET_ALIASES = {f"llama3.1-{s}": f"llama3-{s}" for s in ("8b", "70b", "405b")}
+PRESET_ALIASES |= {f"nemotron{g}-{s}": f"nemotron-{s}" for g, s in (("3", "8b"), ("3", "22b"), ("4", "15b"))}
+PRESET_ALIASES["nemotron4-340b"] = "nemotron-340b"
 
 _DTYPES = {"float16": "fp16", "bfloat16": "fp16", "float32": "fp32", "fp16": "fp16", "bf16": "fp16", "fp32": "fp32"}
 _GATED_ACTS = ("silu", "swiglu", "swish")
@@ -390,8 +394,8 @@ class UnknownModelType(UserWarning):
 def load_model(name_or_path: str | os.PathLike[str]) -> TransformerSpec:
     """A preset (see :data:`PRESETS`) or a HuggingFace ``config.json`` read from disk (no download)."""
     key = str(name_or_path)
-    if key.lower() in PRESETS:
-        return PRESETS[key.lower()]
+    if PRESET_ALIASES.get(key.lower(), key.lower()) in PRESETS:
+        return PRESETS[PRESET_ALIASES.get(key.lower(), key.lower())]
     if not key.endswith(".json") and not os.path.exists(key):
         raise PRESETS.unknown(key)
     try:
