@@ -21,6 +21,7 @@ what is valid, exit status 2, no traceback, no partial output file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
@@ -122,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            return _dispatch(args)
+            return _dispatch(args, exit_when_stopped=argv is None)
     finally:  # once stopped, both signals stay ignored until the process has exited
         if own and not _STOPPED_BY:
             for s, handler in previous.items():
@@ -147,19 +148,29 @@ def _show_warning(
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    """Run the command; turn the ways it can fail into one line and an exit status."""
+def _dispatch(args: argparse.Namespace, exit_when_stopped: bool = False) -> int:
+    """Run the command; turn the ways it can fail into one line and an exit status.
+
+    ``exit_when_stopped`` (the program's own entry, ``argv`` from the command line): once a
+    signal has stopped the command and its cleanup has run (the simulation child killed and
+    reaped, scratch files removed, both on the way out), the process ends at once, before
+    Python frees the run's objects (a large workload graph takes a second or more).
+    """
     try:
         return load_handler(args.handler)(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        if _STOPPED_BY and _STOPPED_BY[0] == signal.SIGTERM:
-            print("hcsim: terminated", file=sys.stderr)
-            return 128 + signal.SIGTERM
-        print("hcsim: interrupted", file=sys.stderr)
-        return 130
+        terminated = bool(_STOPPED_BY) and _STOPPED_BY[0] == signal.SIGTERM
+        print("hcsim: terminated" if terminated else "hcsim: interrupted", file=sys.stderr)
+        status = 128 + signal.SIGTERM if terminated else 130
+        if exit_when_stopped:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            os._exit(status)
+        return status
     except BrokenPipeError:  # e.g. piped into head: nothing left to say
         sys.stderr.close()
         return 0
