@@ -91,11 +91,14 @@ SOURCE_RECIPES: dict[str, tuple[tuple[str, ...], str]] = {
     "nemo-24.05": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.05, line 70")),
     "nemo-24.07": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.07 = @8325688d, line 72")),
 }
-#: Expert tensor parallelism a source's MoE recipes set (rows with ep > 1, tp > 1, no etp column), and why.
-SOURCE_ETP = {"megatron-bridge-25.11": 1}
-SOURCE_ETP_WHY = (
-    "expert tensor parallelism 1 on every expert-parallel row (Megatron-Core's MoE parallel folding): "
-    "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py@067f987d lines 60-876, "
-    "deepseek/h100/deepseek_v3.py lines 132 and 300, gpt_oss/h100/gpt_oss.py lines 65 and 190 "
-    "(cfg.model.expert_tensor_parallel_size = 1)"
-)
+#: Expert tensor parallelism a release's MoE recipes set (rows with ep > 1, tp > 1, no etp column), by
+#: (source, model) or (source,), and why.
+SOURCE_ETP: dict[tuple[str, ...], tuple[int, str]] = {
+    ("megatron-bridge-25.11",): (
+        1,
+        "expert tensor parallelism 1 on every expert-parallel row (Megatron-Core's MoE parallel folding): "
+        "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py@067f987d lines 60-876, "
+        "deepseek/h100/deepseek_v3.py lines 132 and 300, gpt_oss/h100/gpt_oss.py lines 65 and 190 "
+        "(cfg.model.expert_tensor_parallel_size = 1)",
+    ),
+}

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from recipes_measured import PRECISION_RECIPES, RECIPES, SOURCE_ETP, SOURCE_ETP_WHY, SOURCE_RECIPES
+from recipes_measured import PRECISION_RECIPES, RECIPES, SOURCE_ETP, SOURCE_RECIPES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CSV = os.path.join(REPO, "experiments", "data", "measured", "dgx-h100-training.csv")
@@ -194,10 +194,9 @@ def data_parallel(row: Row) -> tuple[int, int]:
 
 def layout_text(row: Row) -> str:
     """The --parallel value: every dimension, 1s included; ``etp`` when the CSV gives it, or when the row's
-    source sets it for expert-parallel layouts with tp > 1 (:data:`SOURCE_ETP`; with tp 1 it is tp anyway)."""
-    etp_value = (
-        row.etp if row.etp is not None else SOURCE_ETP.get(row.source.strip().lower()) if row.ep > 1 < row.tp else None
-    )
+    source's recipe sets it for expert-parallel layouts with tp > 1 (:data:`SOURCE_ETP`, by (source, model) or
+    source; with tp 1 it is tp anyway)."""
+    etp_value = row.etp if row.etp is not None else _recipe_etp(row)
     etp = f",etp={etp_value}" if etp_value is not None else ""
     return f"tp={row.tp},pp={row.pp},cp={row.cp},vp={row.vp},ep={row.ep}{etp}"
 
@@ -229,16 +228,61 @@ def _without_calibrated(flags: list[str]) -> list[str]:
     return kept
 
 
+def recipe_model_keys(model: str) -> tuple[str, ...]:
+    """The model keys of the recipe tables a CSV spelling is looked up by: its folded spelling, then (if it
+    differs) its preset name (``Nemotron4-340B`` -> ``nemotron4-340b``, ``nemotron-340b``)."""
+    key = model_key(model)
+    preset = MODEL_ALIASES.get(key, key)
+    return (key,) if preset == key else (key, preset)
+
+
+def _lookup(table: dict, source: str, model: str, *rest: str) -> tuple | None:
+    for key in recipe_model_keys(model):
+        if (source, key, *rest) in table:
+            return table[(source, key, *rest)]
+    return None
+
+
+def _recipe_etp(row: Row) -> int | None:
+    if not row.ep > 1 < row.tp:
+        return None
+    source = row.source.strip().lower()
+    entry = _lookup(SOURCE_ETP, source, row.model) or SOURCE_ETP.get((source,))
+    return entry[0] if entry else None
+
+
 def recipe_flags(row: Row) -> tuple[str, ...]:
     """The row's published recipe settings beyond the CSV's columns (:data:`RECIPES`), as flags."""
-    source = row.source.strip().lower()
-    by_precision = PRECISION_RECIPES.get((source, row.precision.strip().lower()))
-    model, precision = model_key(row.model), row.precision.strip().lower()
-    by_model = RECIPES.get((source, model))
-    by_both = RECIPES.get((source, model, precision))
+    source, precision = row.source.strip().lower(), row.precision.strip().lower()
+    by_precision = PRECISION_RECIPES.get((source, precision))
+    by_model = _lookup(RECIPES, source, row.model)
+    by_both = _lookup(RECIPES, source, row.model, precision)
     by_source = SOURCE_RECIPES.get(source)
     flags = (by_source[0] if by_source else ()) + (by_precision[0] if by_precision else ())
     return flags + (by_model[0] if by_model else ()) + (by_both[0] if by_both else ())
+
+
+def recipes_used(rows: Sequence[Row]) -> list[tuple[tuple[str, str], tuple[tuple[str, ...], str]]]:
+    """The recipe entries ``rows`` use, as ((source, what it applies to), (flags, why)), in table order."""
+    keys = set()
+    for r in rows:
+        source, precision = r.source.strip().lower(), r.precision.strip().lower()
+        for model in recipe_model_keys(r.model):
+            keys |= {(source, model), (source, model, precision)}
+    used = [((key[0], " ".join(key[1:])), RECIPES[key]) for key in RECIPES if key in keys]
+    precisions = {(r.source.strip().lower(), r.precision.strip().lower()) for r in rows}
+    used += [(key, PRECISION_RECIPES[key]) for key in PRECISION_RECIPES if key in precisions]
+    sources = {r.source.strip().lower() for r in rows}
+    used += [((key, "every row"), SOURCE_RECIPES[key]) for key in SOURCE_RECIPES if key in sources]
+    moe = [r for r in rows if r.ep > 1 < r.tp and r.etp is None]
+    moe_keys = {(r.source.strip().lower(), m) for r in moe for m in recipe_model_keys(r.model)}
+    moe_keys |= {(r.source.strip().lower(),) for r in moe}
+    for key, (etp, why) in SOURCE_ETP.items():
+        if key in moe_keys:
+            used.append(
+                ((key[0], " ".join(key[1:]) + (", " if len(key) > 1 else "") + "ep > 1"), ((f"etp={etp}",), why))
+            )
+    return used
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -423,20 +467,7 @@ def render(
         first = outcomes.get((r.index, calibrations[0]))
         cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    keys = {(r.source.lower(), model_key(r.model)) for r in rows}
-    keys |= {(r.source.lower(), model_key(r.model), r.precision.lower()) for r in rows}
-    used = [((key[0], " ".join(key[1:])), RECIPES[key]) for key in RECIPES if key in keys]
-    used += [
-        (key, PRECISION_RECIPES[key])
-        for key in PRECISION_RECIPES
-        if any((r.source.lower(), r.precision.lower()) == key for r in rows)
-    ]
-    sources = {r.source.lower() for r in rows}
-    used += [((key, "every row"), SOURCE_RECIPES[key]) for key in SOURCE_RECIPES if key in sources]
-    moe_sources = {r.source.lower() for r in rows if r.ep > 1 < r.tp and r.etp is None}
-    used += [
-        ((key, "ep > 1"), ((f"etp={SOURCE_ETP[key]}",), SOURCE_ETP_WHY)) for key in SOURCE_ETP if key in moe_sources
-    ]
+    used = recipes_used(rows)
     if used:
         lines += [
             "",
