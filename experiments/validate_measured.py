@@ -49,11 +49,23 @@ MODEL_ALIASES = {
     "llama3.1-405b": "llama3-405b",
     "nemotron4-15b": "nemotron-15b",
     "nemotron4-340b": "nemotron-340b",
+    "nemotron3-8b": "nemotron-8b",  # NeMo 2's recipe names (nemotron3_8b, nemotron3_22b) of the same models
+    "nemotron3-22b": "nemotron-22b",
+    "deepseekv3": "deepseek-v3",  # Megatron-Bridge's table spells it DeepSeekV3
     "qwen3-30b-a3b": "qwen3-30b-a3b",
     "qwen3-235b-a22b": "qwen3-235b-a22b",
 }
 #: The CSV's precision column to hcsim's --precision (FP8-CS: FP8 with current scaling; still FP8 GEMMs).
-PRECISIONS = {"fp8": "fp8", "fp8-cs": "fp8", "fp8-ds": "fp8", "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+#: FP8-SC: Megatron-Bridge's FP8 with sub-channel (blockwise) scaling, still FP8 GEMMs.
+PRECISIONS = {
+    "fp8": "fp8",
+    "fp8-cs": "fp8",
+    "fp8-ds": "fp8",
+    "fp8-sc": "fp8",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp32": "fp32",
+}
 #: Recipe flags that choose among a calibration's tables: left out of the ideal model's command.
 CALIBRATED_FLAGS = {"--attention-backend": 1}  # flag -> values it takes
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
