@@ -22,9 +22,9 @@ RECIPES: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {
         ("--optimizer-dtype", "bf16"),
         "Adam state in bf16 without an fp32 master copy: NVIDIA/NeMo-Framework-Launcher "
         "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml@7c842fcd (the Nemotron-4 340B recipe of "
-        "NeMo 24.07's time: optim distributed_fused_adam, dtype bf16, grad_sync_dtype bf16); NVIDIA/NeMo "
-        "nemo/collections/nlp/models/language_modeling/megatron_base_model.py@579983fb (store_params False "
-        "when the optimizer dtype is the model's)",
+        "NeMo 24.07's time: lines 159-162, optim distributed_fused_adam, dtype bf16, grad_sync_dtype bf16); "
+        "NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py@579983fb lines 785-801 "
+        "(store_params False when the optimizer dtype is the model's)",
     ),
     ("nemo-24.07", "gpt3-20b"): (("--tp-comm-overlap",), _NFL.format("gpt3/20b.yaml", 149, _UB)),
     ("nemo-24.07", "llama2-70b"): (("--tp-comm-overlap",), _NFL.format("llama/llama2_70b.yaml", 136, _UB)),
@@ -62,8 +62,9 @@ RECIPES: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {
     ("megatron-bridge-25.11", "gpt-oss-120b"): (
         ("--recompute-modules", "layernorm,moe_act"),
         "NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py@00b7660b "
-        "(GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16: recompute_modules layernorm, moe_act; "
-        "src/megatron/bridge/perf_recipes/gpt_oss/h100/gpt_oss.py@067f987d adds recompute_granularity selective)",
+        "line 61 (GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16: recompute_modules layernorm, moe_act; "
+        "src/megatron/bridge/perf_recipes/gpt_oss/h100/gpt_oss.py@067f987d lines 39-40 add recompute_granularity "
+        "selective)",
     ),
 }
 #: The same for every row of a (source, precision), lower case: Megatron-Bridge's FP8-CS recipe keeps and
@@ -71,9 +72,9 @@ RECIPES: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {
 PRECISION_RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
     ("megatron-bridge-25.11", "fp8-cs"): (
         ("--fp8-param-gather",),
-        "NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/precision.py@00b7660b (fp8_cs: "
+        "NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/precision.py@00b7660b line 28 (fp8_cs: "
         "bf16_with_fp8_current_scaling_mixed) and src/megatron/bridge/training/mixed_precision.py@00b7660b "
-        "(bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True)",
+        "line 289 (bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True)",
     ),
 }
 #: The same for every row of a source (a software release), lower case: the launcher's global configuration at
@@ -86,9 +87,9 @@ _FA2_WHY = (
     "{}; Transformer Engine then runs flash-attn (2.4.2-2.5.8 at the 24.07 pin TE@7d576ed2)"
 )
 SOURCE_RECIPES: dict[str, tuple[tuple[str, ...], str]] = {
-    "nemo-24.01": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.01, line 68")),
-    "nemo-24.03": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.03, line 68")),
-    "nemo-24.05": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.05, line 70")),
+    "nemo-24.01": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.01 = @cf411a9e, line 68")),
+    "nemo-24.03": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.03 = @d4ec7c8b, line 68")),
+    "nemo-24.05": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.05 = @599ecfcb, line 70")),
     "nemo-24.07": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.07 = @8325688d, line 72")),
 }
 #: Expert tensor parallelism a release's MoE recipes set (rows with ep > 1, tp > 1, no etp column), by
