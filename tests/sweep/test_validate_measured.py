@@ -372,3 +372,20 @@ def test_a_few_new_commands_pass_hcsim_argument_checks(vm, tmp_path):
         out = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=ROOT)
         assert out.returncode == 0, out.stderr[-2000:]
         assert json.loads(out.stdout)["tokens_per_s_per_gpu"] > 0
+
+
+def test_the_report_lists_the_new_rows_recipe_settings_with_their_sources(vm, tmp_path):
+    lines = [
+        "nemo-25.07,DGX-H100,Qwen3-235B-A22B,256,BF16,2048,1,4096,0,2,8,1,4,32,,",
+        "megatron-bridge-26.02,DGX-H100,DeepSeekV3,1024,FP8-CS,8192,1,4096,0,2,8,1,4,64,,",
+    ]
+    rows = vm.read_rows(str(_csv(tmp_path, lines)))
+    used = dict(vm.recipes_used(rows))
+    assert used[("nemo-25.07", "qwen3-235b-a22b")][0] == ("--tp-comm-overlap",)
+    assert used[("nemo-25.07", "qwen3-235b-a22b, ep > 1")][0] == ("etp=1",)
+    assert used[("megatron-bridge-26.02", "deepseek-v3")][0] == ("--recompute-modules", "mla_up_proj,mlp")
+    assert used[("megatron-bridge-26.02", "fp8-cs")][0] == ("--fp8-param-gather",)
+    assert used[("megatron-bridge-26.02", "ep > 1")][0] == ("etp=1",)
+    text = vm.render(rows, {}, ["dgx-h100", "ideal"], "x.csv", nccl=[])
+    assert "model_configs_h100.csv@2381f42f (v2.4.0) line 48" in text  # the Qwen3-235B row's etp
+    assert "deepseek_workload_base_configs.py@21b02e0c (v0.3.0) line 128" in text
