@@ -117,8 +117,12 @@ def _add(table: dict, keys: list[tuple[str, ...]], entry: Entry) -> None:
 # NeMo 24.09 and 24.12: the NeMo-Framework-Launcher tag of the same name (NeMo 1 YAML recipes, the releases'
 # tested configurations; NeMo 2's performance scripts only appear in NVIDIA/NeMo v2.2.0, 25.02). Its
 # config.yaml no longer sets NVTE_FUSED_ATTN (so no flash override: TE's default, cuDNN on H100), and no
-# recipe sets fp8_params. Keyed by the hcsim preset (a row's spelling is folded to it: LLAMA3.1-70B -> llama3-70b,
-# whose launcher recipe llama3_1_70b.yaml also sets the overlap, line 140).
+# recipe sets fp8_params. UNCERTAIN: which stack ran these two tables is in no repository (24.09 ships NeMo
+# 2.0.0: docs.nvidia.com/nemo-framework/user-guide/24.09/softwarecomponentversions.html). NeMo 2's recipes in
+# performance mode (NVIDIA/NeMo nemo/collections/llm/recipes/*.py@e938df32, v2.0.0, and @633cb602, v2.1.0)
+# agree on every flag below except GPT3-175B and Nemotron-340B, which they run with TP overlap (and
+# Nemotron-340B with fp32 Adam state). Keyed by the hcsim preset (LLAMA3.1-70B folds to llama3-70b, whose
+# launcher recipe llama3_1_70b.yaml sets the overlap too, line 140).
 _NFL_TAGS = {"nemo-24.09": ("24.09", "35e43939"), "nemo-24.12": ("24.12", "5730fac6")}
 _NFL_UB = {  # ub_tp_comm_overlap: true, with sequence_parallel: true; the line at both tags
     "gpt3-20b": ("gpt3/20b.yaml", 149),
