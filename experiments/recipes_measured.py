@@ -148,8 +148,8 @@ _add(
         "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/nemotron/nemotron_340b.yaml@35e43939 "
         "(tag 24.09): line 122 activations_checkpoint_granularity: selective (Megatron's core_attn), lines "
         "159-162 optim distributed_fused_adam with dtype bf16 (Adam state in bf16 without an fp32 master: "
-        "NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py@633cb602 lines "
-        "794-812); ub_tp_comm_overlap: False (line 156)",
+        "NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py@e938df32 (v2.0.0, "
+        "the 24.09 container's NeMo) lines 781-809); ub_tp_comm_overlap: False (line 156)",
     ),
 )
 _add(
@@ -159,8 +159,8 @@ _add(
         ("--recompute", "selective"),
         "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/nemotron/nemotron_340b.yaml@5730fac6 "
         "(tag 24.12): line 122 activations_checkpoint_granularity: selective; optim mcore_distributed_optim "
-        "(line 166), whose Adam state Megatron-Core keeps in fp32 (the dtype: bf16 of line 170 is read only for "
-        "distributed_fused_adam: NVIDIA/NeMo megatron_base_model.py@633cb602 lines 785-796). Not set here: "
+        "(line 166), whose Adam state Megatron-Core keeps in fp32: NVIDIA/NeMo nemo/core/classes/modelPT.py@633cb602 "
+        "lines 614-627 build its OptimizerConfig without the dtype: bf16 of line 170. Not set here: "
         "ub_tp_comm_overlap, given twice (line 139 True, line 164 False: a duplicate key OmegaConf refuses)",
     ),
 )
