@@ -114,6 +114,57 @@ def _add(table: dict, keys: list[tuple[str, ...]], entry: Entry) -> None:
         table[key] = entry
 
 
+# NeMo 24.01 to 24.07: the launcher recipes (ub_tp_comm_overlap: true with sequence_parallel: true) of the
+# models the vendored 24.07 rows do not cover, read at each tag the same way as the 24.07 entries above.
+_NFL_EARLY = {
+    "nemo-24.01": (
+        "24.01",
+        "cf411a9e",
+        {
+            "llama2-13b": ("llama/llama2_13b.yaml", 135),
+            "llama2-70b": ("llama/llama2_70b.yaml", 135),
+            "nemotron-8b": ("nemotron/nemotron_8b.yaml", 156),
+            "nemotron-15b": ("nemotron/nemotron_15b.yaml", 156),
+            "nemotron-22b": ("nemotron/nemotron_22b.yaml", 156),
+        },
+    ),
+    "nemo-24.03": (
+        "24.03",
+        "d4ec7c8b",
+        {
+            "llama2-13b": ("llama/llama2_13b.yaml", 136),
+            "llama2-70b": ("llama/llama2_70b.yaml", 136),
+            "nemotron-8b": ("nemotron/nemotron_8b.yaml", 157),
+            "nemotron-15b": ("nemotron/nemotron_15b.yaml", 157),
+            "nemotron-22b": ("nemotron/nemotron_22b.yaml", 157),
+        },
+    ),
+    "nemo-24.05": (
+        "24.05",
+        "599ecfcb",
+        {
+            "gpt3-20b": ("gpt3/20b.yaml", 149),
+            "llama2-70b": ("llama/llama2_70b.yaml", 136),
+            "llama3-70b": ("llama/llama3_70b.yaml", 135),
+            "nemotron-8b": ("nemotron/nemotron_8b.yaml", 157),
+            "nemotron-15b": ("nemotron/nemotron_15b.yaml", 157),
+            "nemotron-22b": ("nemotron/nemotron_22b.yaml", 157),
+        },
+    ),
+    "nemo-24.07": (
+        "24.07",
+        "8325688d",
+        {"nemotron-15b": ("nemotron/nemotron_15b.yaml", 158), "llama3-405b": ("llama/llama3_1_405b.yaml", 137)},
+    ),
+}
+for _source, (_tag, _commit, _models) in _NFL_EARLY.items():
+    for _model, (_file, _line) in _models.items():
+        _why = (
+            f"NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/{_file}@{_commit} (tag {_tag}), "
+            f"line {_line}: {_UB}"
+        )
+        _add(RECIPES, [(_source, _model)], (_TPO, _why))
+
 # NeMo 24.09 and 24.12: the NeMo-Framework-Launcher tag of the same name (NeMo 1 YAML recipes, the releases'
 # tested configurations; NeMo 2's performance scripts only appear in NVIDIA/NeMo v2.2.0, 25.02). Its
 # config.yaml no longer sets NVTE_FUSED_ATTN (so no flash override: TE's default, cuDNN on H100), and no

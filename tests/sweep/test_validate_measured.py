@@ -247,6 +247,14 @@ def test_recipes_and_etp_follow_the_folded_spelling(vm):
 # Rows of releases the vendored CSV does not have: (source, model as a table spells it, precision, gpus, tp, pp,
 # cp, vp, ep, fsdp) -> (the recipe flags, the etp the layout gets). The layouts are the releases' H100 ones.
 NEW_RELEASES = [
+    (
+        ("nemo-24.05", "LLAMA3-70B", "FP8", 64, 4, 4, 2, 5, 1, 0),
+        (("--attention-backend", "flash", "--tp-comm-overlap"), None),
+    ),
+    (
+        ("nemo-24.07", "Nemotron4-15B", "FP8", 64, 4, 1, 1, 1, 1, 0),
+        (("--attention-backend", "flash", "--tp-comm-overlap"), None),
+    ),
     (("nemo-24.09", "LLAMA3.1-405B", "FP8", 576, 8, 9, 2, 7, 1, 0), (("--tp-comm-overlap",), None)),
     (
         ("nemo-24.09", "Nemotron-340B", "FP8", 128, 8, 8, 1, 12, 1, 0),
