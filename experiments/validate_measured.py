@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from recipes_measured import PRECISION_RECIPES, RECIPES, SOURCE_ETP, SOURCE_RECIPES
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CSV = os.path.join(REPO, "experiments", "data", "measured", "dgx-h100-training.csv")
 DEFAULT_OUT = os.path.join(REPO, "docs", "results", "validation.md")
@@ -47,99 +49,23 @@ MODEL_ALIASES = {
     "llama3.1-405b": "llama3-405b",
     "nemotron4-15b": "nemotron-15b",
     "nemotron4-340b": "nemotron-340b",
+    "nemotron3-8b": "nemotron-8b",  # NeMo 2's recipe names (nemotron3_8b, nemotron3_22b) of the same models
+    "nemotron3-22b": "nemotron-22b",
+    "deepseekv3": "deepseek-v3",  # Megatron-Bridge's table spells it DeepSeekV3
     "qwen3-30b-a3b": "qwen3-30b-a3b",
     "qwen3-235b-a22b": "qwen3-235b-a22b",
 }
 #: The CSV's precision column to hcsim's --precision (FP8-CS: FP8 with current scaling; still FP8 GEMMs).
-PRECISIONS = {"fp8": "fp8", "fp8-cs": "fp8", "fp8-ds": "fp8", "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
-#: A row's published recipe settings that the CSV has no column for, as ``hcsim run`` flags, each with its
-#: source; keyed by the CSV's (source, model) or (source, model, precision), lower case. Memory and time follow
-#: from them; nothing here was chosen by looking at the measured throughput.
-_NFL = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/{}@8325688d (tag 24.07), line {}: {}"
-_MB = "NVIDIA-NeMo/Megatron-Bridge {}@00b7660b{}"
-_UB = "ub_tp_comm_overlap: true (TE userbuffers, with sequence_parallel: true)"
-RECIPES: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {
-    ("nemo-24.07", "nemotron-340b"): (
-        ("--optimizer-dtype", "bf16"),
-        "Adam state in bf16 without an fp32 master copy: NVIDIA/NeMo-Framework-Launcher "
-        "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml@7c842fcd (the Nemotron-4 340B recipe of "
-        "NeMo 24.07's time: optim distributed_fused_adam, dtype bf16, grad_sync_dtype bf16); NVIDIA/NeMo "
-        "nemo/collections/nlp/models/language_modeling/megatron_base_model.py@579983fb (store_params False "
-        "when the optimizer dtype is the model's)",
-    ),
-    ("nemo-24.07", "gpt3-20b"): (("--tp-comm-overlap",), _NFL.format("gpt3/20b.yaml", 149, _UB)),
-    ("nemo-24.07", "llama2-70b"): (("--tp-comm-overlap",), _NFL.format("llama/llama2_70b.yaml", 136, _UB)),
-    ("nemo-24.07", "nemotron-8b"): (("--tp-comm-overlap",), _NFL.format("nemotron/nemotron_8b.yaml", 158, _UB)),
-    ("nemo-24.07", "nemotron-22b"): (("--tp-comm-overlap",), _NFL.format("nemotron/nemotron_22b.yaml", 158, _UB)),
-    ("nemo-24.07", "llama3-70b"): (("--tp-comm-overlap",), _NFL.format("llama/llama3_70b.yaml", 136, _UB)),
-    ("megatron-bridge-25.11", "llama3-70b"): (
-        ("--tp-comm-overlap",),
-        _MB.format(
-            "src/megatron/bridge/recipes/llama/llama3.py",
-            " lines 288-303 (llama3_70b_pretrain_config: "
-            "CommOverlapConfig(tp_comm_overlap=True)); scripts/performance/configs/llama/llama3_llm_pretrain.py"
-            "@00b7660b lines 185-203 keep it for H100 FP8-CS",
-        ),
-    ),
-    ("megatron-bridge-25.11", "llama3.1-405b"): (
-        ("--tp-comm-overlap",),
-        _MB.format(
-            "src/megatron/bridge/recipes/llama/llama3.py",
-            " lines 400-417 (llama31_405b_pretrain_config: "
-            "CommOverlapConfig(tp_comm_overlap=True)); scripts/performance/configs/llama/llama31_llm_pretrain.py"
-            "@00b7660b line 86 keeps it except under nvfp4",
-        ),
-    ),
-    ("megatron-bridge-25.11", "llama3-8b", "fp8-cs"): (
-        ("--recompute", "full", "--recompute-num-layers", "5"),
-        _MB.format(
-            "scripts/performance/configs/llama/llama3_workload_base_configs.py",
-            " lines 229-233 "
-            "(LLAMA3_8B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG: recompute_num_layers=5) and "
-            "scripts/performance/utils/overrides.py@00b7660b lines 128-131 (recompute_granularity full, "
-            "recompute_method block)",
-        ),
-    ),
-    ("megatron-bridge-25.11", "gpt-oss-120b"): (
-        ("--recompute-modules", "layernorm,moe_act"),
-        "NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py@00b7660b "
-        "(GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16: recompute_modules layernorm, moe_act; "
-        "src/megatron/bridge/perf_recipes/gpt_oss/h100/gpt_oss.py@067f987d adds recompute_granularity selective)",
-    ),
+#: FP8-SC: Megatron-Bridge's FP8 with sub-channel (blockwise) scaling, still FP8 GEMMs.
+PRECISIONS = {
+    "fp8": "fp8",
+    "fp8-cs": "fp8",
+    "fp8-ds": "fp8",
+    "fp8-sc": "fp8",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp32": "fp32",
 }
-#: The same for every row of a (source, precision), lower case: Megatron-Bridge's FP8-CS recipe keeps and
-#: all-gathers the parameters in fp8.
-PRECISION_RECIPES: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
-    ("megatron-bridge-25.11", "fp8-cs"): (
-        ("--fp8-param-gather",),
-        "NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/precision.py@00b7660b (fp8_cs: "
-        "bf16_with_fp8_current_scaling_mixed) and src/megatron/bridge/training/mixed_precision.py@00b7660b "
-        "(bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True)",
-    ),
-}
-#: The same for every row of a source (a software release), lower case: the launcher's global configuration at
-#: NeMo-Framework-Launcher tags 24.01 to 24.07 set NVTE_FUSED_ATTN=0, so Transformer Engine ran FlashAttention-2
-#: instead of cuDNN's fused attention (removed at 24.09; docs/research/attention-h100.md, section 1.4). A
-#: source not listed keeps every default (TE's own choice: cuDNN on H100).
-_FA2_WHY = (
-    "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/config.yaml, env_vars NVTE_FUSED_ATTN: 0 "
-    "('Disable cudnn FA until we've tested it more'), exported to every job by stages.py get_env_vars(): "
-    "{}; Transformer Engine then runs flash-attn (2.4.2-2.5.8 at the 24.07 pin TE@7d576ed2)"
-)
-SOURCE_RECIPES: dict[str, tuple[tuple[str, ...], str]] = {
-    "nemo-24.01": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.01, line 68")),
-    "nemo-24.03": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.03, line 68")),
-    "nemo-24.05": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.05, line 70")),
-    "nemo-24.07": (("--attention-backend", "flash"), _FA2_WHY.format("tag 24.07 = @8325688d, line 72")),
-}
-#: Expert tensor parallelism a source's MoE recipes set (rows with ep > 1, tp > 1, no etp column), and why.
-SOURCE_ETP = {"megatron-bridge-25.11": 1}
-SOURCE_ETP_WHY = (
-    "expert tensor parallelism 1 on every expert-parallel row (Megatron-Core's MoE parallel folding): "
-    "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py@067f987d lines 60-876, "
-    "deepseek/h100/deepseek_v3.py lines 132 and 300, gpt_oss/h100/gpt_oss.py lines 65 and 190 "
-    "(cfg.model.expert_tensor_parallel_size = 1)"
-)
 #: Recipe flags that choose among a calibration's tables: left out of the ideal model's command.
 CALIBRATED_FLAGS = {"--attention-backend": 1}  # flag -> values it takes
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
@@ -280,10 +206,9 @@ def data_parallel(row: Row) -> tuple[int, int]:
 
 def layout_text(row: Row) -> str:
     """The --parallel value: every dimension, 1s included; ``etp`` when the CSV gives it, or when the row's
-    source sets it for expert-parallel layouts with tp > 1 (:data:`SOURCE_ETP`; with tp 1 it is tp anyway)."""
-    etp_value = (
-        row.etp if row.etp is not None else SOURCE_ETP.get(row.source.strip().lower()) if row.ep > 1 < row.tp else None
-    )
+    source's recipe sets it for expert-parallel layouts with tp > 1 (:data:`SOURCE_ETP`, by (source, model) or
+    source; with tp 1 it is tp anyway)."""
+    etp_value = row.etp if row.etp is not None else _recipe_etp(row)
     etp = f",etp={etp_value}" if etp_value is not None else ""
     return f"tp={row.tp},pp={row.pp},cp={row.cp},vp={row.vp},ep={row.ep}{etp}"
 
@@ -315,16 +240,61 @@ def _without_calibrated(flags: list[str]) -> list[str]:
     return kept
 
 
+def recipe_model_keys(model: str) -> tuple[str, ...]:
+    """The model keys of the recipe tables a CSV spelling is looked up by: its folded spelling, then (if it
+    differs) its preset name (``Nemotron4-340B`` -> ``nemotron4-340b``, ``nemotron-340b``)."""
+    key = model_key(model)
+    preset = MODEL_ALIASES.get(key, key)
+    return (key,) if preset == key else (key, preset)
+
+
+def _lookup(table: dict, source: str, model: str, *rest: str) -> tuple | None:
+    for key in recipe_model_keys(model):
+        if (source, key, *rest) in table:
+            return table[(source, key, *rest)]
+    return None
+
+
+def _recipe_etp(row: Row) -> int | None:
+    if not row.ep > 1 < row.tp:
+        return None
+    source = row.source.strip().lower()
+    entry = _lookup(SOURCE_ETP, source, row.model) or SOURCE_ETP.get((source,))
+    return entry[0] if entry else None
+
+
 def recipe_flags(row: Row) -> tuple[str, ...]:
     """The row's published recipe settings beyond the CSV's columns (:data:`RECIPES`), as flags."""
-    source = row.source.strip().lower()
-    by_precision = PRECISION_RECIPES.get((source, row.precision.strip().lower()))
-    model, precision = model_key(row.model), row.precision.strip().lower()
-    by_model = RECIPES.get((source, model))
-    by_both = RECIPES.get((source, model, precision))
+    source, precision = row.source.strip().lower(), row.precision.strip().lower()
+    by_precision = PRECISION_RECIPES.get((source, precision))
+    by_model = _lookup(RECIPES, source, row.model)
+    by_both = _lookup(RECIPES, source, row.model, precision)
     by_source = SOURCE_RECIPES.get(source)
     flags = (by_source[0] if by_source else ()) + (by_precision[0] if by_precision else ())
     return flags + (by_model[0] if by_model else ()) + (by_both[0] if by_both else ())
+
+
+def recipes_used(rows: Sequence[Row]) -> list[tuple[tuple[str, str], tuple[tuple[str, ...], str]]]:
+    """The recipe entries ``rows`` use, as ((source, what it applies to), (flags, why)), in table order."""
+    keys = set()
+    for r in rows:
+        source, precision = r.source.strip().lower(), r.precision.strip().lower()
+        for model in recipe_model_keys(r.model):
+            keys |= {(source, model), (source, model, precision)}
+    used = [((key[0], " ".join(key[1:])), RECIPES[key]) for key in RECIPES if key in keys]
+    precisions = {(r.source.strip().lower(), r.precision.strip().lower()) for r in rows}
+    used += [(key, PRECISION_RECIPES[key]) for key in PRECISION_RECIPES if key in precisions]
+    sources = {r.source.strip().lower() for r in rows}
+    used += [((key, "every row"), SOURCE_RECIPES[key]) for key in SOURCE_RECIPES if key in sources]
+    moe = [r for r in rows if r.ep > 1 < r.tp and r.etp is None]
+    moe_keys = {(r.source.strip().lower(), m) for r in moe for m in recipe_model_keys(r.model)}
+    moe_keys |= {(r.source.strip().lower(),) for r in moe}
+    for key, (etp, why) in SOURCE_ETP.items():
+        if key in moe_keys:
+            used.append(
+                ((key[0], " ".join(key[1:]) + (", " if len(key) > 1 else "") + "ep > 1"), ((f"etp={etp}",), why))
+            )
+    return used
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -509,20 +479,7 @@ def render(
         first = outcomes.get((r.index, calibrations[0]))
         cells.append(_breakdown_text(first.breakdown) if isinstance(first, Outcome) else "")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    keys = {(r.source.lower(), model_key(r.model)) for r in rows}
-    keys |= {(r.source.lower(), model_key(r.model), r.precision.lower()) for r in rows}
-    used = [((key[0], " ".join(key[1:])), RECIPES[key]) for key in RECIPES if key in keys]
-    used += [
-        (key, PRECISION_RECIPES[key])
-        for key in PRECISION_RECIPES
-        if any((r.source.lower(), r.precision.lower()) == key for r in rows)
-    ]
-    sources = {r.source.lower() for r in rows}
-    used += [((key, "every row"), SOURCE_RECIPES[key]) for key in SOURCE_RECIPES if key in sources]
-    moe_sources = {r.source.lower() for r in rows if r.ep > 1 < r.tp and r.etp is None}
-    used += [
-        ((key, "ep > 1"), ((f"etp={SOURCE_ETP[key]}",), SOURCE_ETP_WHY)) for key in SOURCE_ETP if key in moe_sources
-    ]
+    used = recipes_used(rows)
     if used:
         lines += [
             "",

@@ -242,3 +242,158 @@ def test_recipes_and_etp_follow_the_folded_spelling(vm):
     assert vm.layout_text(dataclasses.replace(moe, tp=1, gpus=128)) == "tp=1,pp=8,cp=1,vp=4,ep=32"
     assert vm.layout_text(dataclasses.replace(moe, source="nemo-24.07")) == "tp=2,pp=8,cp=1,vp=4,ep=32"
     assert vm.layout_text(dataclasses.replace(moe, etp=2)).endswith(",etp=2")  # a CSV column wins
+
+
+# Rows of releases the vendored CSV does not have: (source, model as a table spells it, precision, gpus, tp, pp,
+# cp, vp, ep, fsdp) -> (the recipe flags, the etp the layout gets). The layouts are the releases' H100 ones.
+NEW_RELEASES = [
+    (
+        ("nemo-24.05", "LLAMA3-70B", "FP8", 64, 4, 4, 2, 5, 1, 0),
+        (("--attention-backend", "flash", "--tp-comm-overlap"), None),
+    ),
+    (
+        ("nemo-24.07", "Nemotron4-15B", "FP8", 64, 4, 1, 1, 1, 1, 0),
+        (("--attention-backend", "flash", "--tp-comm-overlap"), None),
+    ),
+    (("nemo-24.09", "LLAMA3.1-405B", "FP8", 576, 8, 9, 2, 7, 1, 0), (("--tp-comm-overlap",), None)),
+    (
+        ("nemo-24.09", "Nemotron-340B", "FP8", 128, 8, 8, 1, 12, 1, 0),
+        (("--optimizer-dtype", "bf16", "--recompute", "selective"), None),
+    ),
+    (("nemo-24.09", "GPT3-175B", "FP8", 512, 4, 8, 1, 6, 1, 0), ((), None)),
+    (("nemo-24.12", "Nemotron4-340B", "BF16", 128, 8, 8, 1, 12, 1, 0), (("--recompute", "selective"), None)),
+    (("nemo-24.12", "LLAMA3-70B", "FP8", 64, 4, 4, 2, 5, 1, 0), (("--tp-comm-overlap",), None)),
+    (("nemo-25.02", "GPT3-175B", "FP8", 128, 4, 8, 1, 6, 1, 0), (("--fp8-param-gather", "--tp-comm-overlap"), None)),
+    (("nemo-25.02", "LLAMA3-8B", "BF16", 8, 1, 1, 2, 1, 1, 0), ((), None)),
+    (("nemo-25.02", "Mixtral-8x22B", "BF16", 256, 4, 4, 8, 14, 8, 0), ((), 1)),
+    (("nemo-25.04", "Nemotron3-22B", "BF16", 64, 2, 4, 1, 10, 1, 0), (("--tp-comm-overlap",), None)),
+    (("nemo-25.04", "DeepSeek-V3", "BF16", 1024, 2, 16, 1, 1, 64, 0), (("--recompute-modules", "mla_up_proj"), 1)),
+    (("nemo-25.07", "LLAMA3-8B", "FP8", 8, 1, 1, 1, 1, 1, 1), (("--fp8-param-gather",), None)),
+    (("nemo-25.07", "Qwen3-235B-A22B", "BF16", 256, 2, 8, 1, 4, 32, 0), (("--tp-comm-overlap",), 1)),
+    (
+        ("nemo-25.09", "DeepSeekV3", "FP8", 1024, 2, 16, 1, 1, 64, 0),
+        (("--fp8-param-gather", "--recompute-modules", "mla_up_proj,mlp"), 1),
+    ),
+    (("nemo-25.09", "Mixtral-8x7B", "FP8", 64, 2, 4, 1, 8, 8, 0), (("--fp8-param-gather",), None)),  # no etp: tp's
+    (
+        ("megatron-bridge-25.09", "LLAMA3_70B", "FP8-DS", 64, 4, 8, 1, 5, 1, 0),
+        (("--fp8-param-gather", "--tp-comm-overlap"), None),
+    ),
+    (
+        ("megatron-bridge-25.09", "DeepSeekV3", "BF16", 1024, 2, 8, 1, 4, 64, 0),
+        (("--recompute-modules", "mla_up_proj,mlp"), 1),
+    ),
+    (("megatron-bridge-25.11", "Qwen3_235B_a22B", "FP8-CS", 256, 2, 8, 1, 4, 32, 0), (("--fp8-param-gather",), 1)),
+    (("megatron-bridge-26.02", "LLAMA3.1_405B", "BF16", 1024, 8, 8, 2, 8, 1, 0), (("--tp-comm-overlap",), None)),
+    (
+        ("megatron-bridge-26.02.01", "LLAMA3_8B", "FP8-CS", 8, 1, 1, 1, 1, 1, 0),
+        (("--fp8-param-gather", "--recompute", "full", "--recompute-num-layers", "5"), None),
+    ),
+    (
+        ("megatron-bridge-26.04", "GPT OSS 120B", "BF16", 64, 1, 4, 1, 1, 8, 0),
+        (("--recompute-modules", "layernorm,moe_act"), None),
+    ),
+    (
+        ("megatron-bridge-26.04", "DeepSeekV3", "FP8-SC", 1024, 2, 8, 1, 2, 64, 0),
+        (("--recompute-modules", "mla_up_proj,mlp"), 1),
+    ),
+    (
+        ("megatron-bridge-26.06", "Qwen3_30B_a3B", "FP8-CS", 16, 1, 2, 1, 12, 8, 0),
+        (("--fp8-param-gather", "--tp-comm-overlap"), None),
+    ),
+    (("megatron-bridge-26.06", "Qwen3_235B_a22B", "BF16", 256, 2, 8, 1, 4, 32, 0), ((), 1)),  # H100: overlap off
+]
+
+
+def _row_line(source, model, precision, gpus, tp, pp, cp, vp, ep, fsdp):
+    return f"{source},DGX-H100,{model},{gpus},{precision},{gpus * 4},1,4096,{fsdp},{tp},{pp},{cp},{vp},{ep},,"
+
+
+def test_new_releases_give_the_command_their_recipe_flags(vm, tmp_path):
+    """A row of each newly covered release gets its recipe's flags (and etp) in the exact command."""
+    from hcsim.workload.models import PRESETS
+
+    rows = vm.read_rows(str(_csv(tmp_path, [_row_line(*spec) for spec, _ in NEW_RELEASES])))
+    for row, (spec, (flags, etp)) in zip(rows, NEW_RELEASES, strict=True):
+        argv = vm.command(["hcsim"], row, "dgx-h100", list(PRESETS))
+        tail = argv[argv.index("--sequence") + 2 :]
+        if row.fsdp:
+            assert tail[:2] == ["--zero", "3"]
+            tail = tail[2:]
+        assert tuple(tail[:-4]) == flags, spec
+        assert tail[-4:] == ["--calibration", "dgx-h100", "--fast", "--json"]
+        layout = argv[argv.index("--parallel") + 1]
+        assert layout.endswith(f",etp={etp}") if etp is not None else "etp" not in layout, spec
+
+
+def test_every_recipe_entry_cites_a_file_at_a_commit(vm):
+    import re
+
+    entries = [*vm.RECIPES.values(), *vm.PRECISION_RECIPES.values(), *vm.SOURCE_RECIPES.values()]
+    entries += [((f"etp={etp}",), why) for etp, why in vm.SOURCE_ETP.values()]
+    assert len(entries) > 100
+    for flags, why in entries:
+        assert flags, why
+        assert re.search(r"[\w./-]+\.(py|yaml|csv)(@| [^;]*@)[0-9a-f]{8}", why), why  # path@commit
+        assert re.search(r"\bline", why), why
+
+
+def test_every_recipe_flag_is_one_hcsim_run_accepts(vm):
+    """Each entry's flags parse with hcsim's own ``run`` parser, and recomputed modules are ones it models."""
+    from hcsim.cli.main import make_parser
+    from hcsim.workload.parallel.costs import RECOMPUTE_MODULES
+
+    parser = make_parser()
+    base = ["run", "--system", "dgx-h100", "--model", "llama3-8b", "--precision", "fp8", "--calibration", "dgx-h100"]
+    tables = [*vm.RECIPES.values(), *vm.PRECISION_RECIPES.values(), *vm.SOURCE_RECIPES.values()]
+    for flags, _why in tables:
+        parser.parse_args([*base, *flags])
+        if "--recompute-modules" in flags:
+            modules = flags[flags.index("--recompute-modules") + 1].split(",")
+            assert set(modules) <= set(RECOMPUTE_MODULES), modules
+
+
+def test_unknown_sources_and_models_get_no_recipe_flags(vm, tmp_path):
+    from hcsim.workload.models import PRESETS
+
+    for source in ("nemo-99.99", "megatron-bridge-0.0", "", "nemo-25.1"):
+        for model in PRESETS:
+            row = vm.Row(1, source, "DGX-H100", model, 64, "FP8-CS", 64, 1, 4096, 0, 2, 1, 1, 1, 8, None)
+            assert vm.recipe_flags(row) == ()
+            assert vm.layout_text(row) == "tp=2,pp=1,cp=1,vp=1,ep=8"
+    # a listed source with a model it has no recipe for: only the release-wide (precision) flags
+    row = vm.Row(1, "nemo-25.04", "DGX-H100", "LLAMA2-7B", 8, "FP8", 64, 1, 4096, 0, 1, 1, 1, 1, 1, None)
+    assert vm.recipe_flags(row) == ("--fp8-param-gather",)
+    assert vm.recipe_flags(dataclasses.replace(row, precision="BF16")) == ()
+
+
+@pytest.mark.slow  # two real hcsim runs, ~12 s
+def test_a_few_new_commands_pass_hcsim_argument_checks(vm, tmp_path):
+    """One dense and one MoE command of the new releases, run for real with a tiny batch: hcsim gets past its
+    argument and layout checks (exit 0 with a JSON); the throughput itself is not looked at."""
+    lines = [
+        "nemo-25.07,DGX-H100,Nemotron4-15B,16,FP8,16,1,512,0,2,1,1,1,1,,",  # dense: tp overlap + fp8 gather
+        "megatron-bridge-25.09,DGX-H100,Qwen3_30B_a3B,16,FP8-CS,32,1,256,0,1,2,1,2,8,,",  # MoE, tp overlap at tp 1
+    ]
+    for row in vm.read_rows(str(_csv(tmp_path, lines))):
+        argv = vm.command([sys.executable, "-m", "hcsim.cli"], row, "dgx-h100")
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=ROOT)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert json.loads(out.stdout)["tokens_per_s_per_gpu"] > 0
+
+
+def test_the_report_lists_the_new_rows_recipe_settings_with_their_sources(vm, tmp_path):
+    lines = [
+        "nemo-25.07,DGX-H100,Qwen3-235B-A22B,256,BF16,2048,1,4096,0,2,8,1,4,32,,",
+        "megatron-bridge-26.02,DGX-H100,DeepSeekV3,1024,FP8-CS,8192,1,4096,0,2,8,1,4,64,,",
+    ]
+    rows = vm.read_rows(str(_csv(tmp_path, lines)))
+    used = dict(vm.recipes_used(rows))
+    assert used[("nemo-25.07", "qwen3-235b-a22b")][0] == ("--tp-comm-overlap",)
+    assert used[("nemo-25.07", "qwen3-235b-a22b, ep > 1")][0] == ("etp=1",)
+    assert used[("megatron-bridge-26.02", "deepseek-v3")][0] == ("--recompute-modules", "mla_up_proj,mlp")
+    assert used[("megatron-bridge-26.02", "fp8-cs")][0] == ("--fp8-param-gather",)
+    assert used[("megatron-bridge-26.02", "ep > 1")][0] == ("etp=1",)
+    text = vm.render(rows, {}, ["dgx-h100", "ideal"], "x.csv", nccl=[])
+    assert "model_configs_h100.csv@2381f42f (v2.4.0) line 48" in text  # the Qwen3-235B row's etp
+    assert "deepseek_workload_base_configs.py@21b02e0c (v0.3.0) line 128" in text
