@@ -19,10 +19,11 @@ _MB = "NVIDIA-NeMo/Megatron-Bridge {}@00b7660b{}"
 _UB = "ub_tp_comm_overlap: true (TE userbuffers, with sequence_parallel: true)"
 RECIPES: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {
     ("nemo-24.07", "nemotron-340b"): (
-        ("--optimizer-dtype", "bf16"),
-        "Adam state in bf16 without an fp32 master copy: NVIDIA/NeMo-Framework-Launcher "
-        "launcher_scripts/conf/training/nemotron/nemotron_340b.yaml@7c842fcd (the Nemotron-4 340B recipe of "
-        "NeMo 24.07's time: lines 159-162, optim distributed_fused_adam, dtype bf16, grad_sync_dtype bf16); "
+        ("--optimizer-dtype", "bf16", "--recompute", "selective"),
+        "Adam state in bf16 without an fp32 master copy, and selective recomputation (Megatron's core_attn): "
+        "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/nemotron/nemotron_340b.yaml@8325688d "
+        "(tag 24.07): line 122 activations_checkpoint_granularity: selective, lines 158-162 optim "
+        "distributed_fused_adam, dtype bf16, grad_sync_dtype bf16 (the same at @7c842fcd); "
         "NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py@579983fb lines 785-801 "
         "(store_params False when the optimizer dtype is the model's)",
     ),

@@ -196,13 +196,19 @@ def test_recipe_flags_follow_the_rows_source_and_model(vm):
     rows = {r.index: r for r in vm.read_rows(vm.DEFAULT_CSV)}
     fa2 = ("--attention-backend", "flash")  # every NeMo 24.07 row: the launcher turned cuDNN attention off
     ub = ("--tp-comm-overlap",)  # the recipes with ub_tp_comm_overlap / CommOverlapConfig(tp_comm_overlap=True)
-    assert vm.recipe_flags(rows[10]) == (*fa2, "--optimizer-dtype", "bf16")  # Nemotron-340B, NeMo 24.07
+    assert vm.recipe_flags(rows[10]) == (
+        *fa2,
+        "--optimizer-dtype",
+        "bf16",
+        "--recompute",
+        "selective",
+    )  # Nemotron-340B, NeMo 24.07
     argv = vm.command(["hcsim"], rows[16], "dgx-h100")  # GPT-OSS-120B, Megatron-Bridge 25.11
     assert argv[argv.index("--recompute-modules") + 1] == "layernorm,moe_act"
     assert argv[-5:] == ["layernorm,moe_act", "--calibration", "dgx-h100", "--fast", "--json"]
     expected = {i: fa2 for i in range(1, 13)}
     expected.update({i: (*fa2, *ub) for i in (2, 7, 8, 9, 12)})  # GPT3-20B, LLaMA2-70B, Nemotron-8B/22B, LLaMA3-70B
-    expected[10] = (*fa2, "--optimizer-dtype", "bf16")
+    expected[10] = (*fa2, "--optimizer-dtype", "bf16", "--recompute", "selective")
     expected[13] = ("--fp8-param-gather", "--recompute", "full", "--recompute-num-layers", "5")  # LLaMA3-8B FP8-CS
     expected[14] = expected[15] = ("--fp8-param-gather", *ub)  # LLaMA3-70B, LLaMA3.1-405B FP8-CS
     expected[16] = ("--recompute-modules", "layernorm,moe_act")
