@@ -516,7 +516,7 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
         raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
     spec = load_model(args.model)
 
-    noted: list[Layout] = []
+    noted: list[str] = []  # the etp note, said once however many layouts are asked for
 
     def layout_of(xpus: int) -> Layout:
         layout = Layout.parse(args.parallel or f"dp={xpus}", xpus)
@@ -528,7 +528,8 @@ def _training_workload(args: argparse.Namespace, calib: Calibration | None = Non
             layout = replace(layout, ep=args.ep)
         fitted = fitting_expert_tp(layout)
         if fitted is not layout and not noted:
-            noted.append(print(f"hcsim: note: {expert_tp_note(layout, fitted)}", file=sys.stderr))
+            noted.append(expert_tp_note(layout, fitted))
+            print(f"hcsim: note: {noted[0]}", file=sys.stderr)
         return fitted
 
     calibrated = {}
