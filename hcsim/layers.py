@@ -192,6 +192,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.fast.background", "frozen components: ring steps skipped beside remote-memory flows"),
             ("hcsim.fast.rounds", "memoized rounds of every other collective"),
             ("hcsim.fast.repeat", "iteration repeat: once an iteration repeats the last, extrapolate the rest"),
+            ("hcsim.fast.microbatches", "steady micro-batches: a pipeline iteration from two short runs of it"),
             ("hcsim.fast.folding", "fold a paper system to the servers a data-parallel ring needs"),
             ("hcsim.fast.symmetry", "fold any topology by the symmetry of its routes (colour refinement)"),
             ("hcsim.fast.units", "what a fold of a parallel layout keeps or drops whole (replicas, EP groups)"),
@@ -293,6 +294,7 @@ LAYERS: tuple[Layer, ...] = (
             ("hcsim.cli.flags", "flag conventions of the commands: rates with units, deprecated aliases"),
             ("hcsim.cli.platform", "`hcsim platform build|compile|import|check|draw`"),
             ("hcsim.cli.run", "`hcsim run`: a workload on a platform, its metrics"),
+            ("hcsim.cli.training", "`hcsim run --model` training: its factory, throughput and steady-micro-batch run"),
             ("hcsim.cli.collective", "`hcsim collective`: nccl-tests-style measurements"),
             (
                 "hcsim.cli.serve",

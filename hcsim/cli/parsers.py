@@ -294,11 +294,11 @@ def _add_training_options(r: argparse.ArgumentParser) -> None:
         help="with --calibration: the attention kernel: auto (the framework's choice, cuDNN fused attention on "
         "H100; the default) or flash (FlashAttention-2, as stacks with NVTE_FUSED_ATTN=0 ran; docs/calibration.md)",
     )
-    g.add_argument(
-        "--allow-spill",
-        action="store_true",
-        help="on a DGX: let what does not fit in HBM spill to host memory (default: refuse in one line)",
-    )
+    g.add_argument("--allow-spill", action="store_true", help="on a DGX: let what does not fit in HBM spill to host "
+                   "memory (default: refuse in one line)")  # fmt: skip
+    g.add_argument("--exact-microbatches", action="store_true", default=None,
+                   help="with --fast and --calibration: simulate every micro-batch (default: two short runs, the "
+                   "steady pipeline periods between them extrapolated; docs/fast-paths.md)")  # fmt: skip
     g.add_argument(
         "--dp-algorithm",
         help="collective algorithm of the gradients (default ring; nccl@CALIBRATION with --calibration)",

@@ -22,15 +22,17 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from hcsim.analysis.breakdown import GraphKept, steady_breakdown
 from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.cli.platform import build_topology, refuse_system_flags, refuse_unrouted
+from hcsim.cli.training import pipeline_note as _pipeline_note
+from hcsim.cli.training import steady_run, steady_run_plan
+from hcsim.cli.training import throughput as _throughput
+from hcsim.cli.training import training_workload as _training_workload
 from hcsim.collectives import algorithm
-from hcsim.collectives.algorithms.nccl_rings import calibrated_name
 from hcsim.engine import report
 from hcsim.engine.memory import all_local, fill_local_first
 from hcsim.errors import HcsimError
@@ -53,11 +55,10 @@ from hcsim.platform.probe import host_facts, precheck_platform
 from hcsim.platform.topology import Topology
 from hcsim.workload.catalog import DATA_PARALLEL
 from hcsim.workload.graph import Workload
-from hcsim.workload.models.flops import model_flops_per_token
 from hcsim.workload.models.inference import check_inference, inference_step
 from hcsim.workload.models.spec import load_model
 from hcsim.workload.parallel.factory import TrainingWorkload
-from hcsim.workload.parallel.layout import Layout, expert_tp_note, experts_order, fitting_expert_tp, pipeline_split
+from hcsim.workload.parallel.layout import Layout
 from hcsim.workload.parallel.memory import check_fits, workload_memory
 
 __all__ = ["MAX_BATCH", "MAX_DEGREE", "MAX_ITERATIONS", "MAX_MICROBATCHES", "MAX_MICRO_BATCH", "MAX_TOKENS", "main"]
@@ -105,7 +106,7 @@ _TRAINING_FLAGS = (
     ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"),
     ("calibration", "--calibration"), ("attention_backend", "--attention-backend"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
-    ("tp_comm_overlap", "--tp-comm-overlap/--no-tp-comm-overlap"),
+    ("tp_comm_overlap", "--tp-comm-overlap/--no-tp-comm-overlap"), ("exact_microbatches", "--exact-microbatches"),
 )  # fmt: skip
 _INFERENCE_FLAGS = (("phase", "--phase"), ("batch", "--batch"), ("context", "--context"), ("tp", "--tp"))
 _DEFAULTS = {
@@ -154,6 +155,9 @@ def _check_applies(args: argparse.Namespace) -> None:
             refuse_system_flags(args, f"--platform {args.platform} (an imported network)", allow=allow)
         else:
             refuse_system_flags(args, "--platform FILE.xml (the file fixes the system)")
+    if args.exact_microbatches and not (args.fast and _given(args, "calibration") and args.calibration != "ideal"):
+        raise HcsimError("--exact-microbatches applies to --fast with --calibration (only those extrapolate "
+                         "micro-batches; valid: drop it)")  # fmt: skip
     if args.allow_spill and args.system not in DGX_SYSTEMS:
         raise HcsimError(
             f"--allow-spill applies to --system {'|'.join(DGX_SYSTEMS)} (their HBM is checked), not "
@@ -211,6 +215,7 @@ def main(args: argparse.Namespace) -> int:
 
     rates: dict[str, float] = {}  # fp32 FLOP/s per XPU: Chakra durations and AICB times become FLOPs
     built = []
+    steady = None  # a steady run's extrapolated report (hcsim.cli.training)
 
     def workload(ranks: list[str], group: int | None) -> Workload:
         w = load_workload(
@@ -342,22 +347,34 @@ def main(args: argparse.Namespace) -> int:
             fold = None if alg.ring and alg.system_fold else False
         default = f"--system {args.system}" if imported is None else "default for an imported network"
         why = default if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
+        # calibrated fast runs of one iteration in HBM, nothing written per vertex: steady periods extrapolated
+        plan = steady_run_plan(workload, len(topo.xpus()), allowed=training and args.fast and calib is not None
+                               and placement is all_local and args.iterations == 1 and not args.exact_microbatches
+                               and not (trace or args.csv or args.links))  # fmt: skip
         with warnings.catch_warnings(), contextlib.ExitStack() as scratch:
             warnings.simplefilter("ignore", FoldRefused)  # a refused fold is said once, as a note (below)
-            result = simulate_system(
-                topo,
-                workload,
-                args.iterations,
-                coherent=coherent,
-                fast=args.fast,
-                fold=fold,
-                repeat=args.repeat or args.fast,
-                shared_ring_steps=calib is not None,  # every ring's measured steps shared (not the paper's studies)
-                dp_quotient=calib is not None,  # the layout fold blind to links that never limit a rate (same)
-                placement=placement,
-                progress=args.progress,
-                compile=(lambda t: _compile_imported(t, scratch)) if imported is not None else None,
-            )
+
+            def run_system() -> Any:
+                return simulate_system(
+                    topo,
+                    workload,
+                    args.iterations,
+                    coherent=coherent,
+                    fast=args.fast,
+                    fold=fold,
+                    repeat=args.repeat or args.fast,
+                    shared_ring_steps=calib is not None,  # every ring's measured steps shared (not the paper's)
+                    dp_quotient=calib is not None,  # the layout fold blind to links that never limit a rate (same)
+                    placement=placement,
+                    progress=args.progress,
+                    compile=(lambda t: _compile_imported(t, scratch)) if imported is not None else None,
+                )
+
+            if plan is None:
+                result = run_system()
+            else:
+                steady, result = steady_run(plan, workload, run_system)
+                notes.append(f"note: {plan.describe()}")
         narrowing = _narrowing(args, built[0], topo.xpus()) if built and not args.fast else None
         semantics = "coherent" if coherent else "non-coherent"
         source = f"system {args.system}" if imported is None else f"network {args.platform} (imported)"
@@ -368,11 +385,12 @@ def main(args: argparse.Namespace) -> int:
             notes.append(kept_local)
     if narrowing:
         notes.append(f"warning: {narrowing}")
-    summary = report.summarize(result)
+    summary = report.summarize(result) if steady is None else steady
     if training:
         gpus = len(topo.xpus()) if imported is not None or not args.platform else len(xpus)
         summary.update(_throughput(workload, summary, gpus))
-        summary.update(steady_breakdown(result, workload.graph))  # first rank of every stage (hcsim.analysis)
+        if steady is None:  # first rank of every stage (hcsim.analysis); a steady run's is extrapolated
+            summary.update(steady_breakdown(result, workload.graph))
     skipped = {
         k: v for w in built[:1] for key in ("chakra_skipped", "aicb_skipped") for k, v in w.graph.get(key, {}).items()
     }
@@ -462,31 +480,6 @@ def _check_fits(args: argparse.Namespace, workload: TrainingWorkload, topo: Topo
     check_fits(workload_memory(workload, len(xpus)), topo.nodes[xpus[0]]["memory"], allow_spill=args.allow_spill)
 
 
-def _pipeline_note(workload: TrainingWorkload, xpus: int) -> str | None:
-    """The pipeline split in one line when it is not even (LLaMA-3.1-405B's 126 layers on pp x vp = 64)."""
-    layout = workload.full_layout(xpus)
-    layout.check(xpus, workload.spec, workload.options.get("pipeline_split"))
-    mtp = getattr(workload.spec, "mtp_layers", 0)
-    split = pipeline_split(workload.spec.layers, layout.pp, layout.vp, workload.options.get("pipeline_split"), mtp=mtp)
-    return None if split.even else split.describe()
-
-
-def _throughput(workload: Any, summary: dict, gpus: int) -> dict[str, float]:
-    """Tokens per second per GPU and model TFLOP/s per GPU (model FLOPs as Megatron counts them)."""
-    layout = workload.full_layout(gpus)
-    o = workload.options
-    sequence = o["sequence"] or workload.spec.sequence
-    microbatches = o["microbatches"] or (2 * layout.pp if layout.pp > 1 else 1)
-    tokens = layout.dp * microbatches * o["micro_batch"] * sequence
-    seconds = summary["steady_iteration_s"]
-    per_gpu = tokens / seconds / gpus
-    return {
-        "tokens_per_s_per_gpu": per_gpu,
-        "model_tflops_per_gpu": per_gpu * model_flops_per_token(workload.spec, sequence) / 1e12,
-        "tokens_per_iteration": tokens,
-    }
-
-
 def _inference_workload(args: argparse.Namespace) -> Callable[..., Workload]:
     """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` (checked now)."""
     if args.workload and args.model:
@@ -504,91 +497,6 @@ def _inference_workload(args: argparse.Namespace) -> Callable[..., Workload]:
         return inference_step(spec, ranks, batch=args.batch, context=args.context, phase=args.phase, tp=args.tp)
 
     return workload
-
-
-def _training_workload(args: argparse.Namespace, calib: Calibration | None = None) -> TrainingWorkload:
-    """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` for training."""
-    if args.workload:
-        raise HcsimError("give either --workload or --model, not both")
-    if getattr(args, "tp", None) is not None:
-        raise HcsimError("--tp needs --inference (for training give --parallel tp=N)")
-    if getattr(args, "context", None) is not None:
-        raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
-    spec = load_model(args.model)
-
-    noted: list[str] = []  # the etp note, said once however many layouts are asked for
-
-    def layout_of(xpus: int) -> Layout:
-        layout = Layout.parse(args.parallel or f"dp={xpus}", xpus)
-        if args.ep is not None:
-            if layout.ep not in (1, args.ep):
-                raise HcsimError(f"--ep {args.ep} contradicts ep={layout.ep} in --parallel")
-            if args.ep < 1:
-                raise HcsimError(f"--ep {args.ep} is invalid (valid: an integer >= 1)")
-            layout = replace(layout, ep=args.ep)
-        fitted = fitting_expert_tp(layout)
-        if fitted is not layout and not noted:
-            noted.append(expert_tp_note(layout, fitted))
-            print(f"hcsim: note: {noted[0]}", file=sys.stderr)
-        return fitted
-
-    calibrated = {}
-    if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
-        calibrated["calibration"] = calib
-    # collectives: NCCL's rings under the calibration on a DGX (docs/collectives.md), the ideal ring otherwise
-    default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
-    args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default
-    recompute = args.recompute
-    modules = getattr(args, "recompute_modules", None)
-    if modules is not None:  # Megatron-Core: recompute_modules act under recompute_granularity selective
-        if recompute not in ("none", "selective"):
-            raise HcsimError(f"--recompute-modules needs --recompute selective, not {recompute} (valid: drop one)")
-        recompute = "selective:" + ",".join(m.strip() for m in modules.split(","))
-    count = getattr(args, "recompute_num_layers", None)
-    if count is not None:  # Megatron: recompute_method block applies to granularity full only
-        if recompute != "full":
-            raise HcsimError(f"--recompute-num-layers needs --recompute full, not {recompute} (valid: add "
-                             "--recompute full, or drop --recompute-num-layers)")  # fmt: skip
-        recompute = f"full:{count}"
-    extra = {k: v for k, v in (("precision", args.precision), ("recompute", recompute)) if v not in (None, "none")}
-    if getattr(args, "tp_comm_overlap", None):
-        extra["tp_comm_overlap"] = True
-    if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
-        extra["grad_reduce_in_fp32"] = False
-    for dest, flag, default in (("optimizer_dtype", "--optimizer-dtype", "fp32"),
-                                ("fp8_param_gather", "--fp8-param-gather", False)):  # fmt: skip
-        value = getattr(args, dest, None)
-        if value is not None and value != default:
-            if args.precision not in ("bf16", "fp8"):
-                raise HcsimError(f"{flag} needs --precision bf16 or fp8 (valid: drop {flag})")
-            extra[dest] = value
-    if "recompute" in extra or extra.get("optimizer_dtype") or extra.get("fp8_param_gather"):
-        from hcsim.workload.models.precision import training_precision
-        from hcsim.workload.parallel.costs import check_recompute
-
-        check_recompute(extra.get("recompute", "none"))  # one line before anything is built
-        if args.precision is not None:
-            training_precision(
-                args.precision, grad_reduce_in_fp32=extra.get("grad_reduce_in_fp32", True),
-                fp8_param_gather=extra.get("fp8_param_gather", False),
-                optimizer_dtype=extra.get("optimizer_dtype", "fp32"),
-            )  # fmt: skip
-    # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
-    return TrainingWorkload(
-        spec,
-        layout_of,
-        microbatches=args.microbatches,
-        micro_batch=args.micro_batch,
-        sequence=args.sequence,
-        schedule_name=args.schedule,
-        zero=args.zero,
-        sequence_parallel=args.sequence_parallel,
-        dp_algorithm=args.dp_algorithm,
-        tp_algorithm=args.tp_algorithm,
-        mapping=args.mapping or (experts_order(args.parallel, args.ep) if args.system in DGX_SYSTEMS else None),
-        **extra,
-        **calibrated,
-    )
 
 
 def _spills_somewhere(topology: Topology, coherent: bool) -> bool:

@@ -31,8 +31,8 @@ from hcsim.engine.simulator import RunResult
 from hcsim.outputs import ChromeTrace
 from hcsim.outputs import write_csv as write_csv_file
 
-__all__ = ["summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary", "union_length",
-           "minus_length", "BREAKDOWN_LABELS"]  # fmt: skip
+__all__ = ["link_stats", "summarize", "write_csv", "write_links_csv", "write_chrome_trace", "format_summary",
+           "union_length", "minus_length", "BREAKDOWN_LABELS"]  # fmt: skip
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -69,7 +69,7 @@ def _minus(ua: list[tuple[float, float]], ub: list[tuple[float, float]]) -> floa
     return total
 
 
-def _link_stats(result: RunResult) -> list[dict[str, Any]]:
+def link_stats(result: RunResult) -> list[dict[str, Any]]:
     """Bytes, mean and peak utilization per link; columnar (a fast run records a million flows).
 
     The same sums in the same order as one pass over the flows: a link's bytes add up in flow
@@ -152,7 +152,7 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
     per_iteration = {key: value / n / k for key, value in per.items()}
     batches = result.graph.get("batches_per_iteration", 1)
     samples = result.graph.get("samples_per_iteration", batches)
-    links = _link_stats(result) if result.flows else []
+    links = link_stats(result) if result.flows else []
     system = _system_view(result, len(xpus), links[:top])
     return {
         "iterations": k,
@@ -309,7 +309,7 @@ def write_csv(result: RunResult, path: str | os.PathLike[str]) -> None:
 def write_links_csv(result: RunResult, path: str | os.PathLike[str]) -> None:
     """Every link direction that carried traffic: bytes, bandwidth_Bps, mean and peak utilization."""
     columns = ["link", "bytes", "bandwidth_Bps", "mean_utilization", "peak_utilization"]
-    write_csv_file(path, _link_stats(result), columns, line_end="\n")
+    write_csv_file(path, link_stats(result), columns, line_end="\n")
 
 
 def write_chrome_trace(result: RunResult, path: str | os.PathLike[str]) -> None:

@@ -1,6 +1,6 @@
 """The columnar per-link statistics equal one pass over the flows, bit for bit.
 
-``report._link_stats`` sums a link's bytes in flow order and steps its level through its
+``report.link_stats`` sums a link's bytes in flow order and steps its level through its
 flows' starts and ends sorted by (date, rate change), as the loop below does one flow at a
 time; the dictionaries must be equal (no tolerance), with zero-length flows, ties of dates,
 flows without a route and links shared by many pairs.
@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hcsim.engine.report import _link_stats
+from hcsim.engine.report import link_stats
 
 HOSTS = ["a", "b", "c", "d"]
 ROUTES = {
@@ -64,4 +64,4 @@ def test_columnar_stats_equal_the_loop(flows: list, makespan: float) -> None:
         link_bandwidth={link: 1e9 + 7 * i for i, link in enumerate(sorted(LINKS))},
         makespan=makespan,
     )
-    assert _link_stats(result) == _one_pass(result)
+    assert link_stats(result) == _one_pass(result)

@@ -1,0 +1,185 @@
+"""``hcsim run --model M`` for training: its workload factory, its throughput, and the steady-micro-batch run.
+
+:func:`training_workload` turns the parsed flags into a
+:class:`~hcsim.workload.parallel.factory.TrainingWorkload` (checked in one line before
+anything is built); :func:`throughput` reads tokens/s/GPU and model TFLOP/s/GPU off a
+run's report; :func:`steady_run` runs a calibrated ``--fast`` iteration as two short
+ones and extrapolates the steady pipeline periods between them
+(:mod:`hcsim.fast.microbatches`).
+
+Invariant: the throughput counts the micro-batches the user asked for, whichever runs
+stood for them; a steady run restores the factory's options however it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from hcsim.analysis.breakdown import steady_breakdown
+from hcsim.calibration import Calibration
+from hcsim.collectives.algorithms.nccl_rings import calibrated_name
+from hcsim.engine import report
+from hcsim.errors import HcsimError
+from hcsim.fast.microbatches import SteadyPlan, extrapolate, steady_plan
+from hcsim.platform.dgx import DGX_SYSTEMS
+from hcsim.workload.models.flops import model_flops_per_token
+from hcsim.workload.models.spec import load_model
+from hcsim.workload.parallel.factory import TrainingWorkload
+from hcsim.workload.parallel.layout import Layout, expert_tp_note, experts_order, fitting_expert_tp, pipeline_split
+
+TOP_LINKS = 5
+"""Busiest links a report lists (as :func:`hcsim.engine.report.summarize`)."""
+
+__all__ = ["TOP_LINKS", "pipeline_note", "steady_run", "steady_run_plan", "throughput", "training_workload"]
+
+
+def microbatches_of(workload: Any, gpus: int) -> int:
+    """The micro-batches per iteration of a training factory (Megatron's default: 2 per stage, else 1)."""
+    layout = workload.full_layout(gpus)
+    return workload.options["microbatches"] or (2 * layout.pp if layout.pp > 1 else 1)
+
+
+def steady_run_plan(workload: Any, gpus: int, *, allowed: bool) -> SteadyPlan | None:
+    """The plan of a steady run of ``workload`` on ``gpus`` (None where not ``allowed`` or where it does not pay)."""
+    if not allowed:
+        return None
+    return steady_plan(microbatches_of(workload, gpus), workload.full_layout(gpus).pp)
+
+
+def steady_run(plan: SteadyPlan, workload: Any, run: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
+    """The report of ``plan.total`` micro-batches from ``run()`` at ``plan.first`` and ``plan.second``; the last result.
+
+    ``workload`` is the factory ``run`` builds its graph from (its ``graph`` is the last
+    one built, as :class:`~hcsim.analysis.breakdown.GraphKept` keeps it); the report
+    carries each run's iteration breakdown, extrapolated, and ``microbatches_simulated``.
+    """
+    asked, parts, result = workload.options.get("microbatches"), [], None
+    try:
+        for m in (plan.first, plan.second):
+            workload.options["microbatches"] = m
+            result = run()
+            part = {**report.summarize(result), **steady_breakdown(result, workload.graph)}
+            part["links"], folded = report.link_stats(result) if result.flows else [], part.pop("top_links") is None
+            del part["simulated_top_links"]  # the short runs' busiest links are not the iteration's: from links
+            parts.append(part)
+    finally:
+        workload.options["microbatches"] = asked
+    summary = extrapolate(parts[0], parts[1], plan)
+    links = summary.pop("links")[:TOP_LINKS]
+    summary.update(simulated_top_links=links, top_links=None if folded else links)
+    summary["microbatches_simulated"] = [plan.first, plan.second]
+    return summary, result
+
+
+def pipeline_note(workload: TrainingWorkload, xpus: int) -> str | None:
+    """The pipeline split in one line when it is not even (LLaMA-3.1-405B's 126 layers on pp x vp = 64)."""
+    layout = workload.full_layout(xpus)
+    layout.check(xpus, workload.spec, workload.options.get("pipeline_split"))
+    mtp = getattr(workload.spec, "mtp_layers", 0)
+    split = pipeline_split(workload.spec.layers, layout.pp, layout.vp, workload.options.get("pipeline_split"), mtp=mtp)
+    return None if split.even else split.describe()
+
+
+def throughput(workload: Any, summary: dict, gpus: int) -> dict[str, float]:
+    """Tokens per second per GPU and model TFLOP/s per GPU (model FLOPs as Megatron counts them)."""
+    layout = workload.full_layout(gpus)
+    o = workload.options
+    sequence = o["sequence"] or workload.spec.sequence
+    microbatches = microbatches_of(workload, gpus)
+    tokens = layout.dp * microbatches * o["micro_batch"] * sequence
+    seconds = summary["steady_iteration_s"]
+    per_gpu = tokens / seconds / gpus
+    return {
+        "tokens_per_s_per_gpu": per_gpu,
+        "model_tflops_per_gpu": per_gpu * model_flops_per_token(workload.spec, sequence) / 1e12,
+        "tokens_per_iteration": tokens,
+    }
+
+
+def training_workload(args: argparse.Namespace, calib: Calibration | None = None) -> TrainingWorkload:
+    """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` for training."""
+    if args.workload:
+        raise HcsimError("give either --workload or --model, not both")
+    if getattr(args, "tp", None) is not None:
+        raise HcsimError("--tp needs --inference (for training give --parallel tp=N)")
+    if getattr(args, "context", None) is not None:
+        raise HcsimError("--context needs --inference (for training give --sequence N, the tokens per sequence)")
+    spec = load_model(args.model)
+
+    noted: list[str] = []  # the etp note, said once however many layouts are asked for
+
+    def layout_of(xpus: int) -> Layout:
+        layout = Layout.parse(args.parallel or f"dp={xpus}", xpus)
+        if args.ep is not None:
+            if layout.ep not in (1, args.ep):
+                raise HcsimError(f"--ep {args.ep} contradicts ep={layout.ep} in --parallel")
+            if args.ep < 1:
+                raise HcsimError(f"--ep {args.ep} is invalid (valid: an integer >= 1)")
+            layout = replace(layout, ep=args.ep)
+        fitted = fitting_expert_tp(layout)
+        if fitted is not layout and not noted:
+            noted.append(expert_tp_note(layout, fitted))
+            print(f"hcsim: note: {noted[0]}", file=sys.stderr)
+        return fitted
+
+    calibrated = {}
+    if calib is not None:  # a calibrated run: operators timed on the machine (hcsim.calibration.machine)
+        calibrated["calibration"] = calib
+    # collectives: NCCL's rings under the calibration on a DGX (docs/collectives.md), the ideal ring otherwise
+    default = calibrated_name(args.calibration) if calib is not None and args.system in DGX_SYSTEMS else "ring"
+    args.dp_algorithm, args.tp_algorithm = args.dp_algorithm or default, args.tp_algorithm or default
+    recompute = args.recompute
+    modules = getattr(args, "recompute_modules", None)
+    if modules is not None:  # Megatron-Core: recompute_modules act under recompute_granularity selective
+        if recompute not in ("none", "selective"):
+            raise HcsimError(f"--recompute-modules needs --recompute selective, not {recompute} (valid: drop one)")
+        recompute = "selective:" + ",".join(m.strip() for m in modules.split(","))
+    count = getattr(args, "recompute_num_layers", None)
+    if count is not None:  # Megatron: recompute_method block applies to granularity full only
+        if recompute != "full":
+            raise HcsimError(f"--recompute-num-layers needs --recompute full, not {recompute} (valid: add "
+                             "--recompute full, or drop --recompute-num-layers)")  # fmt: skip
+        recompute = f"full:{count}"
+    extra = {k: v for k, v in (("precision", args.precision), ("recompute", recompute)) if v not in (None, "none")}
+    if getattr(args, "tp_comm_overlap", None):
+        extra["tp_comm_overlap"] = True
+    if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
+        extra["grad_reduce_in_fp32"] = False
+    for dest, flag, default in (("optimizer_dtype", "--optimizer-dtype", "fp32"),
+                                ("fp8_param_gather", "--fp8-param-gather", False)):  # fmt: skip
+        value = getattr(args, dest, None)
+        if value is not None and value != default:
+            if args.precision not in ("bf16", "fp8"):
+                raise HcsimError(f"{flag} needs --precision bf16 or fp8 (valid: drop {flag})")
+            extra[dest] = value
+    if "recompute" in extra or extra.get("optimizer_dtype") or extra.get("fp8_param_gather"):
+        from hcsim.workload.models.precision import training_precision
+        from hcsim.workload.parallel.costs import check_recompute
+
+        check_recompute(extra.get("recompute", "none"))  # one line before anything is built
+        if args.precision is not None:
+            training_precision(
+                args.precision, grad_reduce_in_fp32=extra.get("grad_reduce_in_fp32", True),
+                fp8_param_gather=extra.get("fp8_param_gather", False),
+                optimizer_dtype=extra.get("optimizer_dtype", "fp32"),
+            )  # fmt: skip
+    # a factory that also tells its layout, so --fast folds whole replicas (hcsim.fast.units)
+    return TrainingWorkload(
+        spec,
+        layout_of,
+        microbatches=args.microbatches,
+        micro_batch=args.micro_batch,
+        sequence=args.sequence,
+        schedule_name=args.schedule,
+        zero=args.zero,
+        sequence_parallel=args.sequence_parallel,
+        dp_algorithm=args.dp_algorithm,
+        tp_algorithm=args.tp_algorithm,
+        mapping=args.mapping or (experts_order(args.parallel, args.ep) if args.system in DGX_SYSTEMS else None),
+        **extra,
+        **calibrated,
+    )
