@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 from hcsim.errors import HcsimError
 
 __all__ = [
+    "Isolated",
     "Settings",
     "die_with_parent",
     "import_simgrid",
@@ -51,6 +52,7 @@ __all__ = [
     "new_engine",
     "run_isolated",
     "settings",
+    "start_isolated",
 ]
 
 T = TypeVar("T")
@@ -210,8 +212,9 @@ def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
 
 
 def _child(parent: int, conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
-    global _IGNORE_INTERRUPTS
+    global _IGNORE_INTERRUPTS, _FORK_LOCK
     _IGNORE_INTERRUPTS = True  # Ctrl-C is the parent's to handle: it kills this process
+    _FORK_LOCK = threading.Lock()  # the parent forked holding its own: a child that forks in turn needs a free one
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's Python handler: just end
     die_with_parent(parent)
@@ -263,12 +266,45 @@ def _receive(conn: Any) -> tuple[str, Any]:
             gc.enable()
 
 
-def run_isolated(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run ``fn(*args, **kwargs)`` in a forked process (its own SimGrid engine); return its result.
+class Isolated:
+    """A function running in a forked child (:func:`start_isolated`); :meth:`result` waits for its answer.
 
-    If this process is interrupted (Ctrl-C) or fails while waiting, the child is killed
-    and reaped before the exception goes on: no simulation is left behind.
+    :meth:`stop` kills and reaps the child if it has not answered (what an interrupted
+    caller does, as :meth:`result` does itself when interrupted while waiting).
     """
+
+    def __init__(self, proc: Any, recv: Any) -> None:
+        self.proc, self.recv, self.answered = proc, recv, False
+
+    def result(self) -> Any:
+        try:
+            status, payload = _receive(self.recv)
+            self.answered = True
+        except EOFError:
+            self.proc.join()
+            raise HcsimError(
+                f"the SimGrid process stopped without an answer (exit code {self.proc.exitcode}; see its message above)"
+            ) from None
+        finally:
+            self.stop()
+        if status == "ok":
+            return payload
+        if status == "hcsim":
+            raise HcsimError(payload)
+        raise RuntimeError(payload)
+
+    def stop(self) -> None:
+        with _FORK_LOCK:
+            if self.recv in _PARENT_ENDS:
+                _PARENT_ENDS.discard(self.recv)
+                self.recv.close()
+        if not self.answered and self.proc.exitcode is None:  # interrupted: stop the simulation, then go on
+            self.proc.kill()
+        self.proc.join()
+
+
+def start_isolated(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Isolated:
+    """Start ``fn(*args, **kwargs)`` in a forked process (its own SimGrid engine); its :class:`Isolated`."""
     ctx = multiprocessing.get_context("fork")
     with _FORK_LOCK:
         recv, send = ctx.Pipe(duplex=False)
@@ -278,25 +314,13 @@ def run_isolated(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             proc.start()
         finally:
             send.close()
-    answered = False
-    try:
-        status, payload = _receive(recv)
-        answered = True
-    except EOFError:
-        proc.join()
-        raise HcsimError(
-            f"the SimGrid process stopped without an answer (exit code {proc.exitcode}; see its message above)"
-        ) from None
-    finally:
-        with _FORK_LOCK:
-            _PARENT_ENDS.discard(recv)
-            recv.close()
-        if not answered and proc.exitcode is None:  # interrupted: stop the simulation, then go on
-            proc.kill()
-            proc.join()
-    proc.join()
-    if status == "ok":
-        return payload
-    if status == "hcsim":
-        raise HcsimError(payload)
-    raise RuntimeError(payload)
+    return Isolated(proc, recv)
+
+
+def run_isolated(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``fn(*args, **kwargs)`` in a forked process (its own SimGrid engine); return its result.
+
+    If this process is interrupted (Ctrl-C) or fails while waiting, the child is killed
+    and reaped before the exception goes on: no simulation is left behind.
+    """
+    return start_isolated(fn, *args, **kwargs).result()

@@ -354,7 +354,7 @@ def main(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(), contextlib.ExitStack() as scratch:
             warnings.simplefilter("ignore", FoldRefused)  # a refused fold is said once, as a note (below)
 
-            def run_system() -> Any:
+            def run_system(bar: bool = True) -> Any:
                 return simulate_system(
                     topo,
                     workload,
@@ -366,7 +366,7 @@ def main(args: argparse.Namespace) -> int:
                     shared_ring_steps=calib is not None,  # every ring's measured steps shared (not the paper's)
                     dp_quotient=calib is not None,  # the layout fold blind to links that never limit a rate (same)
                     placement=placement,
-                    progress=args.progress,
+                    progress=args.progress if bar else False,
                     compile=(lambda t: _compile_imported(t, scratch)) if imported is not None else None,
                 )
 

@@ -14,6 +14,7 @@ stood for them; a steady run restores the factory's options however it ends.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,6 +27,7 @@ from hcsim.engine import report
 from hcsim.errors import HcsimError
 from hcsim.fast.microbatches import SteadyPlan, extrapolate, steady_plan
 from hcsim.platform.dgx import DGX_SYSTEMS
+from hcsim.simgrid_runtime import start_isolated
 from hcsim.workload.models.flops import model_flops_per_token
 from hcsim.workload.models.spec import load_model
 from hcsim.workload.parallel.factory import TrainingWorkload
@@ -50,25 +52,45 @@ def steady_run_plan(workload: Any, gpus: int, *, allowed: bool) -> SteadyPlan | 
     return steady_plan(microbatches_of(workload, gpus), workload.full_layout(gpus).pp)
 
 
-def steady_run(plan: SteadyPlan, workload: Any, run: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
-    """The report of ``plan.total`` micro-batches from ``run()`` at ``plan.first`` and ``plan.second``; the last result.
+def steady_run(
+    plan: SteadyPlan, workload: Any, run: Callable[[bool], Any], *, at_once: bool | None = None
+) -> tuple[dict[str, Any], Any]:
+    """The report of ``plan.total`` micro-batches from runs at ``plan.first`` and ``plan.second``; the last result.
 
-    ``workload`` is the factory ``run`` builds its graph from (its ``graph`` is the last
-    one built, as :class:`~hcsim.analysis.breakdown.GraphKept` keeps it); the report
-    carries each run's iteration breakdown, extrapolated, and ``microbatches_simulated``.
+    ``run(bar)`` runs the iteration of ``workload``'s factory (whose ``graph`` is the
+    last one built, as :class:`~hcsim.analysis.breakdown.GraphKept` keeps it; ``bar``:
+    it may show a progress bar). ``at_once`` (default: when this process may use two
+    CPUs or more) runs the first in a forked process of its own beside the second: the
+    same two simulations, so the same report. The report carries each run's iteration
+    breakdown, extrapolated, and ``microbatches_simulated``.
     """
-    asked, parts, result = workload.options.get("microbatches"), [], None
+    asked, first = workload.options.get("microbatches"), None
+    if at_once is None:
+        at_once = len(os.sched_getaffinity(0)) >= 2 if hasattr(os, "sched_getaffinity") else False
+
+    def part(microbatches: int, bar: bool) -> tuple[dict[str, Any], Any]:
+        workload.options["microbatches"] = microbatches
+        result = run(bar)
+        part = {**report.summarize(result), **steady_breakdown(result, workload.graph)}
+        part["links"] = report.link_stats(result) if result.flows else []
+        return part, result
+
     try:
-        for m in (plan.first, plan.second):
-            workload.options["microbatches"] = m
-            result = run()
-            part = {**report.summarize(result), **steady_breakdown(result, workload.graph)}
-            part["links"], folded = report.link_stats(result) if result.flows else [], part.pop("top_links") is None
-            del part["simulated_top_links"]  # the short runs' busiest links are not the iteration's: from links
-            parts.append(part)
+        if at_once:
+            first = start_isolated(lambda: part(plan.first, False)[0])
+            two, result = part(plan.second, True)
+            one = first.result()
+        else:
+            one, _ = part(plan.first, True)
+            two, result = part(plan.second, True)
     finally:
+        if first is not None:
+            first.stop()
         workload.options["microbatches"] = asked
-    summary = extrapolate(parts[0], parts[1], plan)
+    folded = two["top_links"] is None
+    for p in (one, two):  # the short runs' busiest links are not the iteration's: they come from every link's
+        del p["top_links"], p["simulated_top_links"]
+    summary = extrapolate(one, two, plan)
     links = summary.pop("links")[:TOP_LINKS]
     summary.update(simulated_top_links=links, top_links=None if folded else links)
     summary["microbatches_simulated"] = [plan.first, plan.second]

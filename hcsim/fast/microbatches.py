@@ -6,15 +6,17 @@ micro-batches: each further period adds the same seconds, bytes and busy time to
 every rank. So with m1 = P + r (r = M mod P; at least 2 micro-batches when P = 1) and
 m2 = m1 + P, each additive figure f of the report is f(M) = f(m1) + n (f(m2) - f(m1)),
 n = (M - m1) / P (:func:`extrapolate`); counts of what ran are summed, rates are
-recomputed from the extrapolated counts. :func:`steady_plan` says when it pays
-(m1 + m2 <= M / 2: a longer run memoizes more of its repeated collectives). On in ``hcsim run --calibration M --fast`` for one iteration whose data
-stays in HBM (as the TP quotient), so never in the paper's studies.
+recomputed from the extrapolated counts. :func:`steady_plan` says when it pays (m1 + m2
+<= M / 2: a longer run memoizes more of its repeated collectives). On in ``hcsim run
+--calibration M --fast`` for one iteration whose data stays in HBM (as the TP quotient),
+so never in the paper's studies; ``--exact-microbatches`` turns it off.
 
 Invariant: the two runs are the full engine's (folded and memoized as asked); only the
-periods between them are not simulated. ``tests/fast/test_microbatches.py`` holds the
-extrapolated report to 1e-9 of the full run at P = 1..8, interleaved or not, with
-CP, EP, ZeRO-3, TP overlap and recomputation; the argument is in ``docs/fast-paths.md``
-("Steady micro-batches").
+periods between them are not simulated. ``tests/fast/test_microbatches.py`` holds time,
+bytes, rates and compute to 1e-9 of the full run, the other breakdown buckets to 2e-2 of
+the iteration (how waiting splits between exposed p2p and idle alternates by period), at
+P = 1..8, interleaved or not, with CP, EP, ZeRO, TP overlap and recomputation; the
+argument is in ``docs/fast-paths.md`` ("Steady micro-batches").
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ CASES = {
     "pp1 zero3 fp8 gather, full recompute": (8, "dp=8", 10, DENSE,
                                             {"zero": 3, "fp8_param_gather": True, "recompute": "full"}),
     "tp2 pp2, 21 micro-batches": (16, "tp=2,pp=2", 21, DENSE, {}),
-    "tp4 pp4 vp2": (16, "tp=4,pp=4,vp=2", 24, DENSE, {}),
+    "tp4 pp4 vp2 zero1": (16, "tp=4,pp=4,vp=2", 24, DENSE, {"zero": 1}),
     "tp2 pp8, 66 micro-batches": (16, "tp=2,pp=8", 66, DENSE, {}),
     "tp4 pp2 cp2 vp2 overlap": (32, "tp=4,pp=2,cp=2,vp=2", 12, DENSE,
                                 {"sequence_parallel": True, "tp_comm_overlap": True}),
@@ -51,7 +51,7 @@ CASES = {
 LINKS = {"calibrated": {}, "nvlink 16 GB/s": {"nvlink_bandwidth": 16e9}, "nic 100 us": {"nic_latency": 100e-6}}
 
 
-def _runs(case: str, links: str) -> tuple[dict, dict, SteadyPlan]:
+def _runs(case: str, links: str, at_once: bool = False) -> tuple[dict, dict, SteadyPlan]:
     """(every micro-batch simulated, steady run, its plan) as the CLI makes its report."""
     xpus, layout, microbatches, model, options = CASES[case]
     spec = TransformerSpec("tiny", hidden=1024, heads=16, kv_heads=8, intermediate=4096, vocab=32000, sequence=2048,
@@ -59,14 +59,14 @@ def _runs(case: str, links: str) -> tuple[dict, dict, SteadyPlan]:
     work = GraphKept(TrainingWorkload(spec, layout, microbatches=microbatches, tp_quotient=True, **NCCL, **options))
     topo = dgx_system(xpus, spec=dataclasses.replace(calibrated_dgx_spec("h100", CALIB), **LINKS[links]))
 
-    def once():
+    def once(bar: bool = False):
         return simulate_system(topo, work, 1, progress=False, fast=True, shared_ring_steps=True, dp_quotient=True)
 
     result = once()
     full = {**report.summarize(result), **steady_breakdown(result, work.graph), "links": report.link_stats(result)}
     plan = steady_plan(microbatches, work.full_layout(xpus).pp)
     assert plan is not None, case
-    steady, _ = steady_run(plan, work, once)
+    steady, _ = steady_run(plan, work, once, at_once=at_once)
     assert work.options["microbatches"] == microbatches  # given back
     return full, steady, plan
 
@@ -97,9 +97,15 @@ def test_two_short_runs_stand_for_the_iteration(case: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("links", ["nvlink 16 GB/s", "nic 100 us"])
-@pytest.mark.parametrize("case", ["tp4 pp4 vp2", "tp4 pp2 cp2 vp2 overlap", "moe pp2 ep4"])
+@pytest.mark.parametrize("case", ["tp4 pp4 vp2 zero1", "tp4 pp2 cp2 vp2 overlap", "moe pp2 ep4"])
 def test_they_hold_under_contention(case: str, links: str) -> None:
     _assert_agree(*_runs(case, links))
+
+
+def test_the_first_run_beside_the_second_gives_the_same_report() -> None:
+    _, alone, _ = _runs("tp2 pp2, 21 micro-batches", "calibrated")
+    _, beside, _ = _runs("tp2 pp2, 21 micro-batches", "calibrated", at_once=True)
+    assert json.dumps(beside, sort_keys=True) == json.dumps(alone, sort_keys=True)
 
 
 def test_the_plan() -> None:
