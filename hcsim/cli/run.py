@@ -155,9 +155,10 @@ def _check_applies(args: argparse.Namespace) -> None:
             refuse_system_flags(args, f"--platform {args.platform} (an imported network)", allow=allow)
         else:
             refuse_system_flags(args, "--platform FILE.xml (the file fixes the system)")
-    if args.exact_microbatches and not (args.fast and _given(args, "calibration") and args.calibration != "ideal"):
-        raise HcsimError("--exact-microbatches applies to --fast with --calibration (only those extrapolate "
-                         "micro-batches; valid: drop it)")  # fmt: skip
+    calibrated = _given(args, "calibration") and args.calibration != "ideal"
+    if args.exact_microbatches and not (args.fast and (calibrated or args.system in DGX_SYSTEMS)):
+        raise HcsimError("--exact-microbatches applies to --fast with --calibration or a DGX system (only those "
+                         "extrapolate micro-batches; valid: drop it)")  # fmt: skip
     if args.allow_spill and args.system not in DGX_SYSTEMS:
         raise HcsimError(
             f"--allow-spill applies to --system {'|'.join(DGX_SYSTEMS)} (their HBM is checked), not "
@@ -347,10 +348,11 @@ def main(args: argparse.Namespace) -> int:
             fold = None if alg.ring and alg.system_fold else False
         default = f"--system {args.system}" if imported is None else "default for an imported network"
         why = default if args.coherent is None else ("--coherent" if coherent else "--no-coherent")
-        # calibrated fast runs of one iteration in HBM, nothing written per vertex: steady periods extrapolated
-        plan = steady_run_plan(workload, len(topo.xpus()), allowed=training and args.fast and calib is not None
-                               and placement is all_local and args.iterations == 1 and not args.exact_microbatches
-                               and not (trace or args.csv or args.links))  # fmt: skip
+        # fast runs (calibrated or on a DGX) of one iteration in HBM, nothing written per vertex: steady periods
+        # extrapolated (never the paper's studies, whose systems spill to CXL or host memory)
+        plan = steady_run_plan(workload, len(topo.xpus()), allowed=training and args.fast and placement is all_local
+                               and (calib is not None or args.system in DGX_SYSTEMS) and args.iterations == 1
+                               and not args.exact_microbatches and not (trace or args.csv or args.links))  # fmt: skip
         with warnings.catch_warnings(), contextlib.ExitStack() as scratch:
             warnings.simplefilter("ignore", FoldRefused)  # a refused fold is said once, as a note (below)
 

@@ -156,20 +156,23 @@ def test_the_cli_extrapolates_calibrated_fast_runs_and_says_so(tmp_path) -> None
     assert steady["tokens_per_iteration"] == full["tokens_per_iteration"]
 
 
+def test_the_ideal_model_on_a_dgx_extrapolates_too(tmp_path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    argv = ("run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--precision", "bf16", "--parallel",
+            "tp=2,pp=2,vp=2", "--microbatches", "17", "--sequence", "1024", "--fast", "--json")  # fmt: skip
+    status, out, err = run_here(*argv)
+    assert status == 0, err
+    steady = json.loads(out)
+    assert steady["microbatches_simulated"] == [3, 5]
+    status, out, err = run_here(*argv, "--exact-microbatches")
+    assert status == 0, err
+    full = json.loads(out)
+    for key in ("tokens_per_s_per_gpu", "steady_iteration_s", "bytes_on_links"):
+        assert steady[key] == pytest.approx(full[key], rel=1e-9), key
+
+
 def test_the_switch_is_refused_where_nothing_is_extrapolated() -> None:
-    assert_one_line_error(
-        run(
-            "run",
-            "--system",
-            "dgx-h100",
-            "--xpus",
-            "8",
-            "--model",
-            "llama2-7b",
-            "--calibration",
-            "dgx-h100",
-            "--exact-microbatches",
-            "--json",
-        ),  # fmt: skip
-        "--exact-microbatches applies to --fast with --calibration",
-    )
+    argv = ("run", "--system", "dgx-h100", "--xpus", "8", "--model", "llama2-7b", "--calibration", "dgx-h100",
+            "--exact-microbatches", "--json")  # fmt: skip
+    assert_one_line_error(run(*argv), "--exact-microbatches applies to --fast with --calibration or a DGX system")
