@@ -64,3 +64,16 @@ def assert_refused(status_out_err, *needles):
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def tiny_llama_config(folder, layers: int = 2, positions: int = 1024):
+    """A HuggingFace config.json of a tiny LLaMA-like model (hidden 1024, 8 heads) written in ``folder``; its path."""
+    import json
+
+    path = os.path.join(str(folder), "config.json")
+    config = {"architectures": ["LlamaForCausalLM"], "hidden_size": 1024, "num_attention_heads": 8,
+              "num_key_value_heads": 8, "num_hidden_layers": layers, "intermediate_size": 4096, "vocab_size": 32000,
+              "max_position_embeddings": positions}  # fmt: skip
+    with open(path, "w") as f:
+        json.dump(config, f)
+    return path

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from clitools import run
+from clitools import run, tiny_llama_config
 
 from hcsim.calibration import load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
@@ -21,14 +21,9 @@ from hcsim.platform.dgx import dgx_system
 from hcsim.workload.models import TransformerSpec
 from hcsim.workload.parallel.factory import TrainingWorkload
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 1024, "num_attention_heads": 8,
-          "num_key_value_heads": 8, "num_hidden_layers": 2, "intermediate_size": 4096, "vocab_size": 32000,
-          "max_position_embeddings": 1024}  # fmt: skip
-
 
 def test_calibrated_runs_default_to_nccl_rings_and_keep_overrides(tmp_path) -> None:
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
+    config = tiny_llama_config(tmp_path)
     row = ["run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--precision", "bf16", "--parallel",
            "tp=2", "--micro-batch", "1", "--microbatches", "2", "--sequence", "1024", "--calibration", "dgx-h100",
            "--fast", "--json"]  # fmt: skip

@@ -94,16 +94,11 @@ def test_a_spine_that_can_limit_stays_and_the_fold_is_refused_as_before() -> Non
     assert len(symmetry.fold_units(topo, ring, False, quotient=True).ranks) == 64
 
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 1024, "num_attention_heads": 8,
-          "num_key_value_heads": 8, "num_hidden_layers": 2, "intermediate_size": 4096, "vocab_size": 32000,
-          "max_position_embeddings": 1024}  # fmt: skip
-
-
 @pytest.mark.parametrize(("calibration", "on"), [("dgx-h100", True), ("ideal", False)])
 def test_only_calibrated_cli_runs_turn_it_on(tmp_path, monkeypatch, calibration: str, on: bool) -> None:
     import json
 
-    from clitools import run_here
+    from clitools import run_here, tiny_llama_config
 
     import hcsim.cli.run as cli_run
 
@@ -112,8 +107,7 @@ def test_only_calibrated_cli_runs_turn_it_on(tmp_path, monkeypatch, calibration:
     monkeypatch.setattr(
         cli_run, "simulate_system", lambda *a, **k: seen.append(k.get("dp_quotient")) or original(*a, **k)
     )
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
+    config = tiny_llama_config(tmp_path)
     status, out, err = run_here("run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--precision", "fp8",
                                 "--parallel", "tp=4,pp=2", "--micro-batch", "1", "--microbatches", "2",
                                 "--sequence", "1024", "--json", "--fast", "--calibration", calibration)  # fmt: skip

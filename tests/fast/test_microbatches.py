@@ -19,7 +19,7 @@ import dataclasses
 import json
 
 import pytest
-from clitools import assert_one_line_error, run, run_here
+from clitools import assert_one_line_error, run, run_here, tiny_llama_config
 
 from hcsim.analysis.breakdown import BUCKETS, GraphKept, steady_breakdown
 from hcsim.calibration import load_calibration
@@ -131,14 +131,8 @@ def test_a_field_not_known_to_grow_is_not_guessed() -> None:
         extrapolate({**one, "new_field": 1}, {**two, "new_field": 2}, plan)
 
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 1024, "num_attention_heads": 8,
-          "num_key_value_heads": 8, "num_hidden_layers": 4, "intermediate_size": 4096, "vocab_size": 32000,
-          "max_position_embeddings": 2048}  # fmt: skip
-
-
 def test_the_cli_extrapolates_calibrated_fast_runs_and_says_so(tmp_path) -> None:
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
+    config = tiny_llama_config(tmp_path, layers=4, positions=2048)
     argv = ("run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--precision", "fp8", "--parallel",
             "tp=2,pp=4", "--microbatches", "24", "--sequence", "1024", "--calibration", "dgx-h100", "--fast",
             "--json")  # fmt: skip
@@ -157,8 +151,7 @@ def test_the_cli_extrapolates_calibrated_fast_runs_and_says_so(tmp_path) -> None
 
 
 def test_the_ideal_model_on_a_dgx_extrapolates_too(tmp_path) -> None:
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
+    config = tiny_llama_config(tmp_path, layers=4, positions=2048)
     argv = ("run", "--system", "dgx-h100", "--xpus", "16", "--model", config, "--precision", "bf16", "--parallel",
             "tp=2,pp=2,vp=2", "--microbatches", "17", "--sequence", "1024", "--fast", "--json")  # fmt: skip
     status, out, err = run_here(*argv)

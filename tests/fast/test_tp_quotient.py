@@ -14,7 +14,7 @@ import dataclasses
 import json
 
 import pytest
-from clitools import run_here
+from clitools import run_here, tiny_llama_config
 
 from hcsim.analysis.breakdown import steady_breakdown
 from hcsim.calibration import load_calibration
@@ -36,9 +36,6 @@ LAYOUTS = {
     "tp8 pp2 cp2 vp2": (32, "tp=8,pp=2,cp=2,vp=2", {}, 4),
     "tp4 pp2 sp overlap": (16, "tp=4,pp=2", {"sequence_parallel": True, "tp_comm_overlap": True}, 4),
 }
-CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 1024, "num_attention_heads": 8,
-          "num_key_value_heads": 8, "num_hidden_layers": 2, "intermediate_size": 4096, "vocab_size": 32000,
-          "max_position_embeddings": 1024}  # fmt: skip
 LINKS = {"calibrated": {}, "nvlink 16 GB/s": {"nvlink_bandwidth": 16e9}, "nic 100 us": {"nic_latency": 100e-6}}
 
 
@@ -104,8 +101,7 @@ def test_only_calibrated_fast_cli_runs_in_hbm_turn_it_on(tmp_path, monkeypatch, 
     built: list[TrainingWorkload] = []
     original = cli_run._training_workload
     monkeypatch.setattr(cli_run, "_training_workload", lambda *a: built.append(original(*a)) or built[-1])
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(CONFIG))
+    config = tiny_llama_config(tmp_path)
     status, out, err = run_here("run", "--system", system, "--xpus", "16", "--model", config, "--precision", "fp8",
                                 "--parallel", "tp=4,pp=2", "--micro-batch", "1", "--microbatches", "2",
                                 "--sequence", "1024", "--json", *flags)  # fmt: skip
