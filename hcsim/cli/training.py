@@ -47,9 +47,7 @@ def microbatches_of(workload: Any, gpus: int) -> int:
 
 def steady_run_plan(workload: Any, gpus: int, *, allowed: bool) -> SteadyPlan | None:
     """The plan of a steady run of ``workload`` on ``gpus`` (None where not ``allowed`` or where it does not pay)."""
-    if not allowed:
-        return None
-    return steady_plan(microbatches_of(workload, gpus), workload.full_layout(gpus).pp)
+    return steady_plan(microbatches_of(workload, gpus), workload.full_layout(gpus).pp) if allowed else None
 
 
 def steady_run(
@@ -71,9 +69,9 @@ def steady_run(
     def part(microbatches: int, bar: bool) -> tuple[dict[str, Any], Any]:
         workload.options["microbatches"] = microbatches
         result = run(bar)
-        part = {**report.summarize(result), **steady_breakdown(result, workload.graph)}
-        part["links"] = report.link_stats(result) if result.flows else []
-        return part, result
+        links = report.link_stats(result) if result.flows else []  # every link's, read once: the report's too
+        summary = {**report.summarize(result, links=links), **steady_breakdown(result, workload.graph)}
+        return {**summary, "links": links}, result
 
     try:
         if at_once:

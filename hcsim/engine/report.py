@@ -127,8 +127,8 @@ def link_stats(result: RunResult) -> list[dict[str, Any]]:
     return stats
 
 
-def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
-    """The metrics summary of a run (plain data, JSON-ready)."""
+def summarize(result: RunResult, top: int = 5, links: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The metrics summary of a run (plain data, JSON-ready); ``links``: its :func:`link_stats`, if already read."""
     ends = result.iteration_end
     times = [b - a for a, b in zip([0.0, *ends[:-1]], ends, strict=True)]
     mean = sum(times) / len(times)
@@ -152,7 +152,8 @@ def summarize(result: RunResult, top: int = 5) -> dict[str, Any]:
     per_iteration = {key: value / n / k for key, value in per.items()}
     batches = result.graph.get("batches_per_iteration", 1)
     samples = result.graph.get("samples_per_iteration", batches)
-    links = link_stats(result) if result.flows else []
+    if links is None:
+        links = link_stats(result) if result.flows else []
     system = _system_view(result, len(xpus), links[:top])
     return {
         "iterations": k,
