@@ -291,6 +291,7 @@ LAYERS: tuple[Layer, ...] = (
                 "the top-level parser and the command table: a command's module loads only when it runs",
             ),
             ("hcsim.cli.parsers", "every subcommand's options, standard library only (fast `--help`)"),
+            ("hcsim.cli.serve_parsers", "`hcsim serve`'s options, beside the parsers (standard library only)"),
             ("hcsim.cli.flags", "flag conventions of the commands: rates with units, deprecated aliases"),
             ("hcsim.cli.platform", "`hcsim platform build|compile|import|check|draw`"),
             ("hcsim.cli.run", "`hcsim run`: a workload on a platform, its metrics"),
