@@ -535,3 +535,83 @@ for _source, (_tag, _commit) in _MB26.items():
             ),
         ),
     )
+
+#: The loss's kernels a release's recipe runs (Megatron-Core's cross_entropy_loss_fusion and, from 2025,
+#: cross_entropy_fusion_impl), as ``--cross-entropy``; by (source, model), else (source,); a source not listed
+#: keeps Megatron-Core's default (unfused). NeMo 1 launcher configs set ``cross_entropy_loss_fusion: true`` per
+#: model (mcore's fusion then is the jit-fused "native" one); NeMo 2's GPTConfig and Megatron-Bridge's
+#: GPTModelProvider default it to True, and their performance scripts choose Transformer Engine's kernel.
+KERNEL_RECIPES: dict[tuple[str, ...], tuple[tuple[str, ...], str]] = {}
+_LLAMA2_CE = {"llama2-7b": ("llama/llama2_7b.yaml", 128), "llama2-13b": ("llama/llama2_13b.yaml", 128),
+              "llama2-70b": ("llama/llama2_70b.yaml", 129)}  # fmt: skip
+_NFL_CE = {  # tag -> (commit, {model: (file, line)}): cross_entropy_loss_fusion: true
+    "nemo-24.07": ("8325688d", {}),
+    "nemo-24.09": ("35e43939", dict(_LLAMA2_CE)),
+    "nemo-24.12": ("5730fac6", dict(_LLAMA2_CE)),
+}
+for _source, (_commit, _models) in _NFL_CE.items():
+    _models.update({
+        "llama3-8b": ("llama/llama3_8b.yaml", 94), "llama3-70b": ("llama/llama3_70b.yaml", 109),
+        "llama3.1-8b": ("llama/llama3_1_8b.yaml", 94), "llama3.1-70b": ("llama/llama3_1_70b.yaml", 110),
+        "llama3.1-405b": ("llama/llama3_1_405b.yaml", 110), "nemotron-8b": ("nemotron/nemotron_8b.yaml", 114),
+        "nemotron-15b": ("nemotron/nemotron_15b.yaml", 114), "nemotron-22b": ("nemotron/nemotron_22b.yaml", 114),
+    })  # fmt: skip
+    for _model, (_file, _line) in _models.items():
+        _why = (
+            f"NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/{_file}@{_commit}, line {_line}: "
+            "cross_entropy_loss_fusion: true (Megatron-Core's jit-fused megatron/core/fusions/fused_cross_entropy.py)"
+        )
+        _add(KERNEL_RECIPES, [(_source, _model)], (("--cross-entropy", "native"), _why))
+_CE_DEFAULT = "cross_entropy_loss_fusion = True; Megatron-Core's cross_entropy_fusion_impl default 'native'"
+_CE_PERF = "set_perf_optimization_configs sets cross_entropy_fusion_impl = 'te'; cross_entropy_loss_fusion = True"
+_NEMO2_CE = {
+    "nemo-25.02": ("native", f"nemo/collections/llm/gpt/model/base.py@7192a2c9 (v2.2.0) line 184: {_CE_DEFAULT}"),
+    "nemo-25.04": ("native", f"nemo/collections/llm/gpt/model/base.py@2b03b748 (v2.3.0) line 290: {_CE_DEFAULT}"),
+    "nemo-25.07": ("te", f"scripts/performance/helpers.py@2381f42f (v2.4.0) line 311: {_CE_PERF} (base.py line 301)"),
+    "nemo-25.09": ("te", f"scripts/performance/helpers.py@1b067109 (r2.5.0) line 367: {_CE_PERF} (base.py line 301)"),
+}  # fmt: skip
+for _source, (_impl, _where) in _NEMO2_CE.items():
+    _add(KERNEL_RECIPES, [(_source,)], (("--cross-entropy", _impl), "NVIDIA/NeMo " + _where))
+_add(
+    KERNEL_RECIPES,
+    [("nemo-25.04", "deepseek-v3")],
+    (("--cross-entropy", "te"), "NVIDIA/NeMo scripts/performance/llm/pretrain_deepseek_v3.py@2b03b748 (v2.3.0) "
+     "line 68: cross_entropy_fusion_impl = 'te'"),
+)  # fmt: skip
+_add(
+    KERNEL_RECIPES,
+    [(_MB09_S,)],
+    (("--cross-entropy", "native"), _mb09("src/megatron/bridge/models/gpt_provider.py", f"line 152: {_CE_DEFAULT}")),
+)  # fmt: skip
+for _model, _file, _line in (
+    ("llama3-8b", "llama3/llama3_8b_llm_pretrain.yaml", 17), ("llama3-70b", "llama3/llama3_70b_llm_pretrain.yaml", 21),
+    ("llama3.1-405b", "llama31/llama31_405b_llm_pretrain.yaml", 21),
+    ("deepseek-v3", "deepseek/deepseek_v3_llm_pretrain.yaml", 20),
+    ("qwen3-30b-a3b", "qwen3/qwen3_30b_a3b_llm_pretrain.yaml", 17),
+    ("qwen3-235b-a22b", "qwen3/qwen3_235b_a22b_llm_pretrain.yaml", 17),
+):  # fmt: skip
+    _add(KERNEL_RECIPES, [(_MB09_S, _model)], (("--cross-entropy", "te"), _mb09(
+        f"scripts/performance/configs/{_file}", f"line {_line}: cross_entropy_fusion_impl: te")))  # fmt: skip
+for _source, _commit, _line in (
+    ("megatron-bridge-25.11", "00b7660b", 55), ("megatron-bridge-26.02", "21b02e0c", 64),
+    ("megatron-bridge-26.02.01", "9c9dd848", 65), ("megatron-bridge-26.04", "0fbfe7d3", 66),
+    ("megatron-bridge-26.06", "fcbb6031", 70),
+):  # fmt: skip
+    _add(KERNEL_RECIPES, [(_source,)], (("--cross-entropy", "te"), (
+        f"NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/overrides.py@{_commit} line {_line}: "
+        "cross_entropy_fusion_impl = 'te' (GPTModelProvider: cross_entropy_loss_fusion = True)")))  # fmt: skip
+#: Every row whose CSV precision is FP8-CS ran Transformer Engine's current-scaling recipe (the column names it).
+FP8_CS_RECIPE: tuple[tuple[str, ...], str] = (
+    ("--fp8-recipe", "current"),
+    "FP8-CS is Transformer Engine's Float8CurrentScaling (an amax pass and a scale kernel before each cast: "
+    "NVIDIA/TransformerEngine transformer_engine/pytorch/csrc/quantizer.cpp@d0067d0d lines 980-1030); "
+    "Megatron-Bridge scripts/performance/utils/precision.py@00b7660b line 28 (fp8_cs: "
+    "bf16_with_fp8_current_scaling_mixed)",
+)
+_NFL_ALL = (("nemo-24.01", "cf411a9e"), ("nemo-24.03", "d4ec7c8b"), ("nemo-24.05", "599ecfcb"),
+            ("nemo-24.07", "8325688d"), ("nemo-24.09", "35e43939"), ("nemo-24.12", "5730fac6"))  # fmt: skip
+for _source, _commit in _NFL_ALL:
+    for _size in ("5b", "20b", "175b"):
+        _add(KERNEL_RECIPES, [(_source, f"gpt3-{_size}")], (("--hidden-dropout",), (
+            f"NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/gpt3/{_size}.yaml@{_commit}, line 74: "
+            "hidden_dropout: 0.1 (and attention_dropout: 0.1, inside the attention kernel: not timed)")))  # fmt: skip

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from recipes_measured import PRECISION_RECIPES, RECIPES, SOURCE_ETP, SOURCE_RECIPES
+from recipes_measured import FP8_CS_RECIPE, KERNEL_RECIPES, PRECISION_RECIPES, RECIPES, SOURCE_ETP, SOURCE_RECIPES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CSV = os.path.join(REPO, "experiments", "data", "measured", "dgx-h100-training.csv")
@@ -67,7 +67,7 @@ PRECISIONS = {
     "fp32": "fp32",
 }
 #: Recipe flags that choose among a calibration's tables: left out of the ideal model's command.
-CALIBRATED_FLAGS = {"--attention-backend": 1}  # flag -> values it takes
+CALIBRATED_FLAGS = {"--attention-backend": 1, "--cross-entropy": 1, "--fp8-recipe": 1}  # flag -> values it takes
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
 COLUMNS = ("model", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep")
 #: Breakdown fields of the JSON, as they are labelled in the table (seconds per iteration).
@@ -271,7 +271,19 @@ def recipe_flags(row: Row) -> tuple[str, ...]:
     by_both = _lookup(RECIPES, source, row.model, precision)
     by_source = SOURCE_RECIPES.get(source)
     flags = (by_source[0] if by_source else ()) + (by_precision[0] if by_precision else ())
-    return flags + (by_model[0] if by_model else ()) + (by_both[0] if by_both else ())
+    flags += (by_model[0] if by_model else ()) + (by_both[0] if by_both else ())
+    kernels = _kernel_entry(row)
+    flags += kernels[1][0] if kernels else ()
+    return flags + (FP8_CS_RECIPE[0] if precision == "fp8-cs" else ())
+
+
+def _kernel_entry(row: Row) -> tuple[tuple[str, ...], tuple[tuple[str, ...], str]] | None:
+    """The row's :data:`KERNEL_RECIPES` key and entry: by (source, model), else by (source,)."""
+    source = row.source.strip().lower()
+    for model in recipe_model_keys(row.model):
+        if (source, model) in KERNEL_RECIPES:
+            return (source, model), KERNEL_RECIPES[(source, model)]
+    return ((source,), KERNEL_RECIPES[(source,)]) if (source,) in KERNEL_RECIPES else None
 
 
 def recipes_used(rows: Sequence[Row]) -> list[tuple[tuple[str, str], tuple[tuple[str, ...], str]]]:
@@ -286,6 +298,11 @@ def recipes_used(rows: Sequence[Row]) -> list[tuple[tuple[str, str], tuple[tuple
     used += [(key, PRECISION_RECIPES[key]) for key in PRECISION_RECIPES if key in precisions]
     sources = {r.source.strip().lower() for r in rows}
     used += [((key, "every row"), SOURCE_RECIPES[key]) for key in SOURCE_RECIPES if key in sources]
+    kernel_keys = {entry[0] for entry in map(_kernel_entry, rows) if entry is not None}
+    used += [((key[0], " ".join(key[1:]) or "every row"), KERNEL_RECIPES[key]) for key in KERNEL_RECIPES
+             if key in kernel_keys]  # fmt: skip
+    if any(r.precision.strip().lower() == "fp8-cs" for r in rows):
+        used.append((("every source", "fp8-cs"), FP8_CS_RECIPE))
     moe = [r for r in rows if r.ep > 1 < r.tp and r.etp is None]
     moe_keys = {(r.source.strip().lower(), m) for r in moe for m in recipe_model_keys(r.model)}
     moe_keys |= {(r.source.strip().lower(),) for r in moe}

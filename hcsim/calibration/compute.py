@@ -115,17 +115,55 @@ def _permute(kind: str, pairs: int, hidden: int, groups: int, calib: Calibration
     return 2.0 * (2.0 * pairs * hidden * 2.0) / calib.hbm_achieved + 2.0 * calib.launch
 
 
-def _quantize(kind: str, elements: int, precision: str, calib: Calibration) -> float:
+def _quantize(op: Any, pass_: str, elements: int, precision: str, calib: Calibration) -> float:
     """Seconds to quantize an FP8 linear's activation (forward) or output gradient (backward).
 
     Transformer Engine casts the BF16 tensor to FP8 twice, row-wise for this GEMM and column-wise
-    (transposed) for the weight-gradient GEMM (``gemm.fp8_quantize_bytes`` per element: read 2,
-    write 1 + 1), one memory-bound kernel; the FP8 weight is cached across micro-batches. Expert
-    GEMMs (grouped) and 16-bit GEMMs are not timed here.
+    (transposed) for the weight-gradient GEMM (``gemm.fp8_quantize_bytes`` per element ``Q``: read 2,
+    write 1 + 1), one memory-bound kernel; the FP8 weight is cached across micro-batches. Under the
+    ``delayed`` recipe a linear fed by its fused norm (``after_norm``) gets FP8 from the norm kernel
+    itself, which writes 1 byte where the norm operator counts 2, and the transposed copy is one FP8
+    transpose (read 1, write 1): ``Q - 3`` bytes, one kernel. Under ``current`` scaling each cast first
+    reads its input for the amax (2 bytes) and computes the scale (a kernel): ``Q + 2`` bytes, three
+    kernels; after a norm, whose kernel returns the amax, ``Q`` bytes and two kernels. Expert GEMMs
+    (grouped) and 16-bit GEMMs are not timed here.
     """
-    if precision != "fp8" or kind != "linear" or not calib.fp8_quantize_bytes:
+    if precision != "fp8" or getattr(op, "kind", None) != "linear" or not calib.fp8_quantize_bytes:
         return 0.0
-    return elements * calib.fp8_quantize_bytes / calib.hbm_achieved + calib.launch
+    fused = pass_ == "fwd" and bool(getattr(op, "after_norm", False))
+    per_element, kernels = calib.fp8_quantize_bytes, 1
+    if calib.fp8_recipe == "delayed" and fused:
+        per_element = calib.fp8_quantize_bytes - 3.0
+    elif calib.fp8_recipe == "current":
+        per_element, kernels = (calib.fp8_quantize_bytes, 2) if fused else (calib.fp8_quantize_bytes + 2.0, 3)
+    return elements * per_element / calib.hbm_achieved + kernels * calib.launch
+
+
+def _rope(op: Any, calib: Calibration) -> float:
+    """Seconds of the fused rotary embedding around an attention core, per pass: one kernel for the query
+    and one for the key, each reading and writing its BF16 values (``op.rope`` values: 4 bytes each;
+    Megatron-Core's ``apply_rope_fusion``, Transformer Engine's fused RoPE; 0 s without rotary positions)."""
+    values = float(getattr(op, "rope", 0.0) or 0.0)
+    return values * 4.0 / calib.hbm_achieved + 2.0 * calib.launch if values > 0 else 0.0
+
+
+#: the loss's kernels per pass, (bytes per logit element, kernels), by ``Calibration.cross_entropy``:
+#: unfused (megatron/core/tensor_parallel/cross_entropy.py@d98e8a64): forward .float() r2 w4, max r4, subtract
+#: r4 w4, exp r4 w4, sum r4, divide r4 w4; backward the target update, multiply r4 w4, autograd's cast back r4 w2.
+#: native (megatron/core/fusions/fused_cross_entropy.py@d98e8a64, jit-fused): float+max r2 w4, subtract+exp+sum
+#: r4 w4 (and the target gather), log+divide r4 w4; backward update, multiply+cast r4 w2.
+#: te (TransformerEngine@d0067d0d transformer_engine/pytorch/triton/cross_entropy.py): online softmax r2,
+#: loss and FP32 gradient r2 w4; backward element_mul r4 w4, autograd's cast to the logits' BF16 r4 w2.
+CROSS_ENTROPY_KERNELS = {
+    "unfused": {"fwd": (38.0, 6), "bwd": (14.0, 3)},
+    "native": {"fwd": (22.0, 4), "bwd": (6.0, 2)},
+    "te": {"fwd": (8.0, 2), "bwd": (14.0, 2)},
+}
+
+
+def _cross_entropy(logits: float, pass_: str, calib: Calibration) -> float:
+    per_element, kernels = CROSS_ENTROPY_KERNELS[calib.cross_entropy][pass_]
+    return logits * per_element / calib.hbm_achieved + kernels * calib.launch
 
 
 def _layout_copies(op: Any, calib: Calibration) -> float:
@@ -270,19 +308,36 @@ def op_seconds(op: Any, pass_: str, precision: str, calib: Calibration) -> float
         extra = _permute(kind, m, k, groups, calib)
         if pass_ == "fwd":
             kernel = _gemm_kernel(flops, nbytes, m, n, precision, calib, groups)
-            return kernel + calib.launch + _quantize(kind, m * k, precision, calib) + extra
+            return kernel + calib.launch + _quantize(op, pass_, m * k, precision, calib) + extra
         half_f, half_b = flops / 2.0, nbytes / 2.0
         dgrad = _gemm_kernel(half_f, half_b, m, k, precision, calib, groups)
         wgrad = _gemm_kernel(half_f, half_b, k * groups, n, precision, calib, groups)  # a (k, n) output per group
-        return dgrad + wgrad + 2.0 * calib.launch + _quantize(kind, m * n, precision, calib) + extra
+        return dgrad + wgrad + 2.0 * calib.launch + _quantize(op, pass_, m * n, precision, calib) + extra
     # attention and element-wise work stay BF16 under FP8 (Transformer Engine)
     p = "bf16" if precision == "fp8" else precision
     if kind == "attention" and attention is not None and p != "fp32":
-        return attention_seconds(attention, pass_, calib) + _layout_copies(op, calib)
+        return attention_seconds(attention, pass_, calib) + _layout_copies(op, calib) + _rope(op, calib)
+    if getattr(op, "logits", 0.0):  # the loss: the stack's cross-entropy kernels
+        return _cross_entropy(float(op.logits), pass_, calib)
     if kind in _GEMM_KINDS:
         p = precision
+    kernel_bwd = getattr(op, "kernel_bwd_bytes", None)
+    if pass_ == "bwd" and kernel_bwd is not None:  # the backward kernels' own traffic (module docstring)
+        nbytes = float(kernel_bwd)
     rate = calib.peak[p] * calib.gemm_fraction[p]
-    return max(flops / rate, nbytes / calib.hbm_achieved) + calib.launch
+    return max(flops / rate, nbytes / calib.hbm_achieved) + calib.launch + _dropout(op, pass_, calib)
+
+
+def _dropout(op: Any, pass_: str, calib: Calibration) -> float:
+    """A hidden dropout's cost on a residual add (``dropout_elements`` values; only with ``calib.dropout``):
+    Megatron's fused bias-dropout-add also writes a 1-byte mask; the backward's dropout kernel reads the
+    gradient (2) and the mask (1) and writes the masked gradient (2)."""
+    elements = float(getattr(op, "dropout_elements", 0.0) or 0.0)
+    if not calib.dropout or elements <= 0:
+        return 0.0
+    if pass_ == "fwd":
+        return elements / calib.hbm_achieved
+    return elements * 5.0 / calib.hbm_achieved + calib.launch
 
 
 def linear_parts(op: Any, pass_: str, precision: str, calib: Calibration, sms: int | None = None) -> tuple[float, ...]:
@@ -326,8 +381,8 @@ def linear_parts(op: Any, pass_: str, precision: str, calib: Calibration, sms: i
     m, n, k = _check_shape(gemm, "gemm", 3)
     if pass_ == "fwd":
         kernel = _gemm_kernel(flops, nbytes, m, n, precision, calib, 1, sms)
-        return (kernel + calib.launch + _quantize("linear", m * k, precision, calib),)
+        return (kernel + calib.launch + _quantize(op, "fwd", m * k, precision, calib),)
     half_f, half_b = flops / 2.0, nbytes / 2.0
     dgrad = _gemm_kernel(half_f, half_b, m, k, precision, calib, 1, sms)
     wgrad = _gemm_kernel(half_f, half_b, k, n, precision, calib, 1, sms)
-    return dgrad + calib.launch + _quantize("linear", m * n, precision, calib), wgrad + calib.launch
+    return dgrad + calib.launch + _quantize(op, "bwd", m * n, precision, calib), wgrad + calib.launch

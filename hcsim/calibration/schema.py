@@ -25,6 +25,8 @@ from hcsim.files import load_yaml
 
 __all__ = [
     "CALIBRATIONS",
+    "CROSS_ENTROPY",
+    "FP8_RECIPES",
     "Calibration",
     "Entry",
     "load_calibration",
@@ -34,6 +36,11 @@ __all__ = [
 CALIBRATIONS = ("dgx-h100", "dgx-a100", "ideal")
 
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+#: the loss's kernels (Megatron-Core): unfused (its default), "native" (cross_entropy_loss_fusion, jit-fused), "te"
+#: (cross_entropy_fusion_impl "te": Transformer Engine's Triton kernels); docs/calibration.md, "Compute model"
+CROSS_ENTROPY = ("unfused", "native", "te")
+#: Transformer Engine's FP8 scaling recipes: delayed (DelayedScaling, amax history) and current (Float8CurrentScaling)
+FP8_RECIPES = ("delayed", "current")
 PEAK_KEYS = ("fp8", "bf16", "fp16", "tf32", "fp32")
 PROTOCOLS = ("LL", "LL128", "Simple")
 NCCL_ALGOS = ("tree", "ring", "nvls", "nvls_tree", "pat")
@@ -232,6 +239,33 @@ class Calibration:
     # a serving framework's host seconds per iteration, if calibrated: (batches, {tp: blocking seconds per
     # batch}, {tp: output-processing seconds per batch}, whether output processing overlaps the next step)
     serving_host: tuple | None = None
+    # the software stack's kernels around the operators (run flags, not machine numbers: docs/calibration.md)
+    cross_entropy: str = "unfused"  # the loss's kernels: Megatron-Core's unfused, its jit-fused ("native") or TE's
+    fp8_recipe: str = "delayed"  # Transformer Engine's FP8 scaling: delayed (amax history) or current (per tensor)
+    dropout: bool = False  # the run drops hidden activations: its residual adds write and read a mask
+
+    def with_stack(
+        self, cross_entropy: str | None = None, fp8_recipe: str | None = None, dropout: bool | None = None
+    ) -> Calibration:
+        """This calibration with the training stack's kernel choices (None: keep): ``cross_entropy`` one of
+        :data:`CROSS_ENTROPY` (Megatron-Core's ``cross_entropy_loss_fusion`` / ``cross_entropy_fusion_impl``),
+        ``fp8_recipe`` one of :data:`FP8_RECIPES` (Transformer Engine's DelayedScaling / Float8CurrentScaling),
+        ``dropout``: hidden dropout on (Megatron's fused bias-dropout-add writes a mask the backward reads).
+
+        >>> from hcsim.calibration import load_calibration
+        >>> load_calibration("dgx-h100").with_stack(cross_entropy="te", fp8_recipe="current").fp8_recipe
+        'current'
+        """
+        for what, value, valid in (("cross entropy", cross_entropy, CROSS_ENTROPY),
+                                   ("fp8 recipe", fp8_recipe, FP8_RECIPES)):  # fmt: skip
+            if value is not None and value not in valid:
+                raise HcsimError(f"{what} {value!r} is unknown (valid: {', '.join(valid)})")
+        if dropout is not None and not isinstance(dropout, bool):
+            raise HcsimError(f"dropout {dropout!r} is invalid (valid: True, False)")
+        return replace(
+            self, cross_entropy=cross_entropy or self.cross_entropy, fp8_recipe=fp8_recipe or self.fp8_recipe,
+            dropout=self.dropout if dropout is None else dropout,
+        )  # fmt: skip
 
     def with_attention(self, backend: str) -> Calibration:
         """This calibration with ``backend``'s attention kernel: "auto" (the ``attention`` tables, the

@@ -105,6 +105,7 @@ _TRAINING_FLAGS = (
     ("recompute_num_layers", "--recompute-num-layers"),
     ("optimizer_dtype", "--optimizer-dtype"), ("fp8_param_gather", "--fp8-param-gather"),
     ("calibration", "--calibration"), ("attention_backend", "--attention-backend"),
+    ("cross_entropy", "--cross-entropy"), ("fp8_recipe", "--fp8-recipe"), ("hidden_dropout", "--hidden-dropout"),
     ("allow_spill", "--allow-spill"), ("dp_algorithm", "--dp-algorithm"), ("tp_algorithm", "--tp-algorithm"),
     ("tp_comm_overlap", "--tp-comm-overlap/--no-tp-comm-overlap"), ("exact_microbatches", "--exact-microbatches"),
 )  # fmt: skip
@@ -231,6 +232,15 @@ def main(args: argparse.Namespace) -> int:
         raise HcsimError(f"--attention-backend {args.attention_backend} needs a calibration, the ideal model has no "
                          "attention kernel (valid: --calibration dgx-h100, dgx-a100, a YAML, or drop it)")  # fmt: skip
     calib = calib.with_attention(args.attention_backend or "auto") if calib is not None else None
+    stack = (("--cross-entropy", args.cross_entropy), ("--fp8-recipe", args.fp8_recipe),
+             ("--hidden-dropout", args.hidden_dropout))  # fmt: skip
+    for flag, value in stack:
+        if value is not None and calib is None and args.model and not args.inference:
+            raise HcsimError(f"{flag} needs a calibration, the ideal model times no kernels "
+                             "(valid: --calibration dgx-h100, dgx-a100, a YAML, or drop it)")  # fmt: skip
+    if args.fp8_recipe is not None and args.precision != "fp8" and args.model and not args.inference:
+        raise HcsimError(f"--fp8-recipe {args.fp8_recipe} needs --precision fp8 (valid: add it, or drop the recipe)")
+    calib = calib.with_stack(args.cross_entropy, args.fp8_recipe, args.hidden_dropout) if calib is not None else None
     training = bool(args.model) and not args.inference
     if not training:
         for flag, value in (("--precision", args.precision), ("--zero", args.zero)):

@@ -26,6 +26,13 @@ def test_fp8_quantization_is_timed_once_per_operand_as_a_memory_bound_kernel():
     plain = calib.__class__(**{**calib.__dict__, "fp8_quantize_bytes": 0.0})
     extra_fwd = op_seconds(qkv, "fwd", "fp8", calib) - op_seconds(qkv, "fwd", "fp8", plain)
     extra_bwd = op_seconds(qkv, "bwd", "fp8", calib) - op_seconds(qkv, "bwd", "fp8", plain)
-    assert abs(extra_fwd - (m * k * 4 / calib.hbm_achieved + calib.launch)) < 1e-15
+    # the QKV input comes from the fused norm: under delayed scaling the norm writes FP8 (1 B instead of 2) and
+    # one FP8 transpose (read 1, write 1) makes the column-wise copy: 4 - 3 = 1 B per element, one kernel
+    assert qkv.after_norm
+    assert abs(extra_fwd - (m * k * 1 / calib.hbm_achieved + calib.launch)) < 1e-15
     assert abs(extra_bwd - (m * n * 4 / calib.hbm_achieved + calib.launch)) < 1e-15
+    out = next(o for o in ops if o.name == "attn.out")
+    mo, _, ko = out.gemm
+    extra_out = op_seconds(out, "fwd", "fp8", calib) - op_seconds(out, "fwd", "fp8", plain)
+    assert not out.after_norm and abs(extra_out - (mo * ko * 4 / calib.hbm_achieved + calib.launch)) < 1e-15
     assert op_seconds(qkv, "fwd", "bf16", calib) == op_seconds(qkv, "fwd", "bf16", plain)  # BF16: nothing to quantize

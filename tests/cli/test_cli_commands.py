@@ -53,6 +53,7 @@ def test_every_command_names_a_handler_that_loads_normally():
 
 def test_the_parsers_copies_of_the_librarys_lists_agree():
     """The parsers keep copies of a few lists so that --help loads no library module: each is checked here."""
+    from hcsim.calibration.schema import CROSS_ENTROPY, FP8_RECIPES
     from hcsim.cli import parsers
     from hcsim.platform.simgrid_files import NETWORK_MODELS, XPUS_FROM
     from hcsim.sweep.collective_bench import BENCH_KINDS
@@ -62,6 +63,8 @@ def test_the_parsers_copies_of_the_librarys_lists_agree():
     assert parsers.XPUS_FROM == XPUS_FROM
     assert parsers.NETWORK_MODELS == NETWORK_MODELS
     assert parsers.KINDS == BENCH_KINDS
+    assert parsers.CROSS_ENTROPY == CROSS_ENTROPY
+    assert parsers.FP8_RECIPES == FP8_RECIPES
 
 
 def test_a_usage_error_loads_nothing_heavy():

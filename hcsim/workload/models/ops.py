@@ -66,6 +66,12 @@ class Operator:
     )
     precision: str | None = None  # the operator's own precision when it differs by operator (fp8/bf16 training)
     groups: int = 1  # GEMMs of ``gemm``'s rows split evenly, run as one grouped kernel (experts: local experts)
+    # kernels the software stack runs around the operator, timed by a calibration only (not in the sums above):
+    rope: float = 0.0  # values a fused rotary-embedding kernel rotates per pass (query and key widths x tokens)
+    logits: float = 0.0  # the loss: logit elements its cross-entropy kernels read (tokens x vocabulary / TP)
+    after_norm: bool = False  # a linear fed by its fused norm (Transformer Engine's LayerNormLinear)
+    kernel_bwd_bytes: float | None = None  # a memory-bound op's backward kernel traffic (None: ``bwd_bytes``)
+    dropout_elements: float = 0.0  # a residual add's values a hidden dropout masks (run with dropout only)
     # operators inside this one that activation recomputation can run again alone (the experts' activation
     # function, Megatron's ``moe_act``); their costs are already in this operator's
     inner: tuple = ()
@@ -170,8 +176,18 @@ def _linear(
 
 
 def _memory_bound(
-    name: str, kind: str, flops: float, nbytes: float, params: int, saved: float, train: bool, precision: str | None
+    name: str,
+    kind: str,
+    flops: float,
+    nbytes: float,
+    params: int,
+    saved: float,
+    train: bool,
+    precision: str | None,
+    kernel_bwd: float | None = None,
 ):
+    """A memory-bound operator; its backward moves ``2 x nbytes`` in the model's sums, ``kernel_bwd`` bytes
+    in a calibration's kernel timing where given (docs/calibration.md, "Compute model")."""
     return Operator(
         name,
         kind,
@@ -182,7 +198,34 @@ def _memory_bound(
         params,
         saved if train else 0.0,
         precision=precision,
+        kernel_bwd_bytes=kernel_bwd if train else None,
     )
+
+
+def _norm(
+    name: str, t: float, width: int, b: int, params: int, train: bool, precision: str | None, shard: float | None = None
+) -> Operator:
+    """A norm over ``width``: forward reads x and writes y; backward reads x and dy and writes dx. ``shard``: the
+    tokens it runs on when fewer than ``t`` (sequence parallelism); it still reports ``t`` tokens' saved input,
+    which the memory model divides itself (:func:`hcsim.workload.parallel.memory.kept_activation_bytes`)."""
+    n = t if shard is None else shard
+    op = _memory_bound(name, "norm", 4.0 * n * width, 2.0 * n * width * b, params, t * width * b, train, precision,
+                       kernel_bwd=3.0 * n * width * b)  # fmt: skip
+    return op
+
+
+def _residual_add(name: str, t: float, h: int, b: int, train: bool, precision: str | None) -> Operator:
+    """A residual add (reads two, writes one). Its backward launches no kernel of its own: the gradient passes
+    to both inputs, and autograd sums the two gradients of the block input it branched from (read 2, write 1)."""
+    add = _memory_bound(name, "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, precision,
+                        kernel_bwd=3.0 * t * h * b)  # fmt: skip
+    return replace(add, dropout_elements=float(t * h) if train else 0.0)
+
+
+def _activation(name: str, t: float, inner: int, up: int, b: int, train: bool, precision: str | None) -> Operator:
+    """The MLP's activation: reads fc1's ``up`` outputs, writes ``inner``; backward reads dy and x, writes dx."""
+    return _memory_bound(name, "elementwise", 4.0 * t * inner, (up + inner) * t * b, 0, up * t * b, train, precision,
+                         kernel_bwd=(inner + 2.0 * up) * t * b)  # fmt: skip
 
 
 class _Widths:
@@ -237,8 +280,9 @@ def block_operators(
     bf16, fp8; default the spec's): fp8 reads GEMM operands as 1 byte. ``sequences``: the
     sequences the tokens belong to (the attention shape's batch; default ``tokens // context``,
     which context parallelism, where a rank holds 1/cp of each sequence, sets explicitly).
-    ``sequence_parallel``: latent attention's down projections (replicated on every TP rank) run
-    on the rank's ``tokens / tp`` sequence shard, as Megatron-Core's MLASelfAttention does.
+    ``sequence_parallel``: the norms and residual adds, and latent attention's down projections
+    (replicated on every TP rank), run on the rank's ``tokens / tp`` sequence shard, as Megatron-Core's
+    layers do (MLASelfAttention for the latter).
     ``etp`` (MoE training with sequence parallelism, Megatron-Core's expert_tensor_parallel_size
     when it is below ``tp``): the router sees the rank's sequence shard, ``tokens / tp``, which it
     dispatches; the experts run the shards of their ``etp`` group at ``1/etp`` of their width.
@@ -255,12 +299,13 @@ def block_operators(
     bias = spec.bias
     norm_params = spec.norm_parameters()
     lin = {"operand": w.operand, "precision": w.gemm}
-    ops = [_memory_bound("norm1", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other)]
+    shard = t // tp if sequence_parallel and tp > 1 and t % tp == 0 else t  # the rank's sequence shard
+    ops = [_norm("norm1", t, h, b, norm_params, train, w.other, shard)]
     if spec.is_mla:
-        shard = t // tp if sequence_parallel and tp > 1 and t % tp == 0 else t
         ops += latent_attention(spec, t, spec.attention_window(layer, c), tp, phase, sequences, w, shard)
-        return _after_attention(spec, ops, t, tp, ep, layer, train, w, etp)
-    ops.append(_linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train, **lin))
+        return _after_attention(spec, ops, t, tp, ep, layer, train, w, etp, shard)
+    qkv = _linear("attn.qkv", t, h, q + 2 * kv, b, h * (q + 2 * kv) + ((q + 2 * kv) if bias else 0), train, **lin)
+    ops.append(replace(qkv, after_norm=train))
     c = spec.attention_window(layer, c)  # a sliding-window block attends its window only
     core_flops = 4.0 * t * c * q
     heads = spec.heads // tp
@@ -289,10 +334,11 @@ def block_operators(
             kv_cache_bytes=kv_read,
             attention=shape,
             precision=w.other,
+            rope=float(t * (q + kv)) if train and not spec.position_embeddings else 0.0,
         )
     )
     ops.append(_linear("attn.out", t, q, h, b, q * h + (h if bias else 0), train, **lin))
-    return _after_attention(spec, ops, t, tp, ep, layer, train, w, etp)
+    return _after_attention(spec, ops, t, tp, ep, layer, train, w, etp, shard)
 
 
 def _after_attention(
@@ -305,22 +351,25 @@ def _after_attention(
     train: bool,
     w: _Widths,
     etp: int | None = None,
+    shard: int | None = None,
 ) -> list[Operator]:
-    """The block after its attention output: add, norm, the dense MLP or the MoE, add."""
+    """The block after its attention output: add, norm, the dense MLP or the MoE, add (the adds and the norm on
+    the rank's sequence ``shard`` under sequence parallelism)."""
     h, b, bias, norm_params = spec.hidden, w.b, spec.bias, spec.norm_parameters()
+    s = t if shard is None else shard
     lin = {"operand": w.operand, "precision": w.gemm}
-    ops.append(_memory_bound("add1", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
-    ops.append(_memory_bound("norm2", "norm", 4.0 * t * h, 2.0 * t * h * b, norm_params, t * h * b, train, w.other))
+    ops.append(_residual_add("add1", s, h, b, train, w.other))
+    ops.append(_norm("norm2", t, h, b, norm_params, train, w.other, s))
     if spec.is_moe_layer(layer):
         ops += _moe(spec, t, tp, ep, train, w, etp)
     else:
         inner = spec.intermediate // tp
         up = 2 * inner if spec.gated_mlp else inner
-        ops.append(_linear("mlp.up", t, h, up, b, h * up + (up if bias else 0), train, **lin))
-        act_bytes = (up + inner) * t * b
-        ops.append(_memory_bound("mlp.act", "elementwise", 4.0 * t * inner, act_bytes, 0, up * t * b, train, w.other))
+        fc1 = _linear("mlp.up", t, h, up, b, h * up + (up if bias else 0), train, **lin)
+        ops.append(replace(fc1, after_norm=train))
+        ops.append(_activation("mlp.act", t, inner, up, b, train, w.other))
         ops.append(_linear("mlp.down", t, inner, h, b, inner * h + (h if bias else 0), train, **lin))
-    ops.append(_memory_bound("add2", "elementwise", 1.0 * t * h, 3.0 * t * h * b, 0, 0.0, train, w.other))
+    ops.append(_residual_add("add2", s, h, b, train, w.other))
     return ops
 
 
@@ -347,12 +396,12 @@ def latent_attention(
     ops = []
     if r:
         ops.append(_linear("attn.q_down", shard, h, r, b, h * r, train, **lin))
-        ops.append(_memory_bound("attn.q_norm", "norm", 4.0 * t * r, 2.0 * t * r * b, r, t * r * b, train, w.other))
+        ops.append(_norm("attn.q_norm", t, r, b, r, train, w.other))
         ops.append(_linear("attn.q_up", t, r, qk, b, r * qk, train, **lin))
     else:
         ops.append(_linear("attn.q", t, h, qk, b, h * qk, train, **lin))
     ops.append(_linear("attn.kv_down", shard, h, c + dr, b, h * (c + dr), train, **lin))
-    ops.append(_memory_bound("attn.kv_norm", "norm", 4.0 * t * c, 2.0 * t * c * b, c, t * c * b, train, w.other))
+    ops.append(_norm("attn.kv_norm", t, c, b, c, train, w.other))
     if phase == "decode":
         ops.append(_per_head("attn.q_absorb", t, dn, c, n, b, w))  # q_nope x W_UK: the query in the latent
         kv_read = float(t * ctx * (c + dr) * b)
@@ -373,9 +422,10 @@ def latent_attention(
         qkv = Operator(
             "attn.qkv_up", "elementwise", 0.0, 0.0, 0.0, 0.0, 0, float(b * t * (2 * qk + vv)) if train else 0.0
         )
+        rope = float(t * (n * dr + dr)) if train else 0.0  # the rotated query and key parts
         ops.append(Operator("attn.core", "attention", flops, 2.0 * flops if train else 0.0, nbytes,
                             2.0 * nbytes if train else 0.0, 0, saved if train else 0.0, attention=shape,
-                            precision=w.other, inner=(qkv,)))  # fmt: skip
+                            precision=w.other, inner=(qkv,), rope=rope))  # fmt: skip
     ops.append(_linear("attn.out", t, vv, h, b, vv * h, train, **lin))
     return ops
 
@@ -444,8 +494,7 @@ def _moe(
         lin = {"operand": w.operand, "precision": w.gemm}
         bias = spec.bias
         out.append(_linear("moe.shared.up", t, h, sh_up, b, h * sh_up + (sh_up if bias else 0), train, **lin))
-        act = (sh_up + sh) * t * b
-        out.append(_memory_bound("moe.shared.act", "elementwise", 4.0 * t * sh, act, 0, sh_up * t * b, train, w.other))
+        out.append(_activation("moe.shared.act", t, sh, sh_up, b, train, w.other))
         out.append(_linear("moe.shared.down", t, sh, h, b, sh * h + (h if bias else 0), train, **lin))
     return out
 
@@ -477,6 +526,10 @@ def embedding_operators(
             rows * h,
             0.0,
             precision=w.other,
+            # the backward's kernels (a calibration's timing): PyTorch's dense embedding backward zeroes a
+            # rows x h BF16 gradient and adds each token's gradient into its row (read 2 t h, read and write the
+            # rows touched), then Megatron's DDP hook adds it into the fp32 main gradient (read 4 + 2, write 4)
+            kernel_bwd_bytes=float(rows * h * (2 + 10) + 4 * t * h) if train else None,
         )
     ]
 
@@ -499,11 +552,12 @@ def head_operators(
     w = _Widths(spec, precision)
     t, h, b, o = tokens, spec.hidden, w.b, w.other
     vocab = math.ceil(spec.vocab / tp)
-    norm = _memory_bound("head.norm", "norm", 4.0 * t * h, 2.0 * t * h * b, spec.norm_parameters(), t * h * b, train, o)
+    norm = _norm("head.norm", t, h, b, spec.norm_parameters(), train, o)
     lm = _linear("head.lm", t, h, vocab, b, 0 if spec.tied_embeddings else h * vocab, train, precision=o)
     ops = [norm, lm]
     if train:
-        ops.append(_memory_bound("head.loss", "elementwise", 5.0 * t * vocab, 2.0 * t * vocab * b, 0, 0.0, train, o))
+        loss = _memory_bound("head.loss", "elementwise", 5.0 * t * vocab, 2.0 * t * vocab * b, 0, 0.0, train, o)
+        ops.append(replace(loss, logits=float(t * vocab)))
     return ops
 
 
@@ -530,12 +584,7 @@ def mtp_operators(
     lin = {"operand": w.operand, "precision": w.gemm}
     kw = {"precision": precision} if precision is not None else {}
     embed = [replace(op, name="mtp.embedding", params=0) for op in embedding_operators(spec, t, tp=tp, **kw)]
-    norms = [
-        _memory_bound(
-            f"mtp.{n}", "norm", 4.0 * t * h, 2.0 * t * h * b, spec.norm_parameters(), t * h * b, True, w.other
-        )
-        for n in ("enorm", "hnorm")
-    ]
+    norms = [_norm(f"mtp.{n}", t, h, b, spec.norm_parameters(), True, w.other) for n in ("enorm", "hnorm")]
     proj = _linear("mtp.eh_proj", t, 2 * h, h // tp, b, 2 * h * (h // tp), True, **lin)
     layer = block_operators(spec, t, tp=tp, ep=ep, layer=spec.layers - 1, phase="train", **kw, **block)  # type: ignore[arg-type]
     head = head_operators(spec, t, tp=tp, **kw)

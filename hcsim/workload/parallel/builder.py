@@ -286,8 +286,8 @@ class _Builder(GradientSync):
         seq = spec.sequence if sequence is None else sequence
         if cp > 1 or (seq != min(spec.sequence, tokens) and _takes(ops.block_operators, "context")):
             extra.update(context=seq, sequences=micro_batch)  # the attention spans the whole sequence
-        mla_sp = sp and getattr(spec, "is_mla", False)  # latent attention's down projections run on the SP shard
-        block_extra = {**extra, "sequence_parallel": True} if mla_sp else extra
+        # sequence parallelism: norms, residual adds (and latent attention's down projections) on the SP shard
+        block_extra = {**extra, "sequence_parallel": True} if sp and layout.tp > 1 else extra
         block_extra = {**block_extra, "etp": layout.expert_tp} if self.folded else block_extra
         side_extra = {"precision": policy} if policy is not None else {}
         # units of each stage and chunk: (name, UnitCost | Part, kind) with kind "block", "embedding" or "head";

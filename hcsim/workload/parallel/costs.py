@@ -223,7 +223,7 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
     if recompute == "none":
         return UnitCost(fold(attention), fold(around), fold(experts) if experts else None)
     if recompute == "selective":
-        core = [o for o in attention if o.kind == "attention"]
+        core = [_core_again(o) for o in attention if o.kind == "attention"]
         return UnitCost(fold(attention, core), fold(around), fold(experts) if experts else None)
     if modules:
         return _selective(attention, around, experts, modules)
@@ -237,9 +237,17 @@ def block_cost(operators: Sequence[Any], recompute: str = "none") -> UnitCost:
     )
 
 
+def _core_again(op: Any) -> Any:
+    """The attention core as "core_attn" recomputation runs it again: without its rotary embedding, which
+    Megatron-Core applies before the checkpointed core (megatron/core/transformer/attention.py@d98e8a64:
+    ``apply_rotary_pos_emb`` on the query and the key, lines 1508-1527, ahead of ``_checkpointed_attention_forward``,
+    line 1556)."""
+    return replace(op, rope=0.0) if getattr(op, "rope", 0.0) else op
+
+
 def _selective(attention: list, around: list, experts: list, modules: frozenset[str]) -> UnitCost:
     """A block under ``selective:MODULES``: each part's recomputed operators and what it still keeps."""
-    again_attn = [o for o in attention if o.kind == "attention"] if "core_attn" in modules else []
+    again_attn = [_core_again(o) for o in attention if o.kind == "attention"] if "core_attn" in modules else []
     if "mla_up_proj" in modules:  # latent attention's up projections run again before the attention backward
         again_attn = [o for o in attention if o.name in MLA_UP_PROJ] + again_attn
     again_mlp: list = []
