@@ -67,7 +67,8 @@ PRECISIONS = {
     "fp32": "fp32",
 }
 #: Recipe flags that choose among a calibration's tables: left out of the ideal model's command.
-CALIBRATED_FLAGS = {"--attention-backend": 1, "--cross-entropy": 1, "--fp8-recipe": 1}  # flag -> values it takes
+#: (flag -> the values it takes)
+CALIBRATED_FLAGS = {"--attention-backend": 1, "--cross-entropy": 1, "--fp8-recipe": 1, "--hidden-dropout": 0}
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
 COLUMNS = ("model", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep")
 #: Breakdown fields of the JSON, as they are labelled in the table (seconds per iteration).

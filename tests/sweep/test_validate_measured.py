@@ -111,7 +111,8 @@ def test_the_exact_command(vm, tmp_path):
     assert vm.command(["hcsim"], rows[1], "dgx-h100") == [
         "hcsim", "run", "--system", "dgx-h100", "--xpus", "1024", "--model", "llama3-405b", "--precision", "fp8",
         "--parallel", "tp=8,pp=8,cp=2,vp=8,ep=1", "--micro-batch", "1", "--microbatches", "64",
-        "--sequence", "8192", "--zero", "3", "--calibration", "dgx-h100", "--fast", "--json",
+        "--sequence", "8192", "--zero", "3", "--fp8-recipe", "current", "--calibration", "dgx-h100", "--fast",
+        "--json",
     ]  # fmt: skip
     assert "--zero" not in vm.command(["hcsim"], rows[0], "ideal")
 
@@ -205,17 +206,20 @@ def test_recipe_flags_follow_the_rows_source_and_model(vm):
     )  # Nemotron-340B, NeMo 24.07
     argv = vm.command(["hcsim"], rows[16], "dgx-h100")  # GPT-OSS-120B, Megatron-Bridge 25.11
     assert argv[argv.index("--recompute-modules") + 1] == "layernorm,moe_act"
-    assert argv[-5:] == ["layernorm,moe_act", "--calibration", "dgx-h100", "--fast", "--json"]
+    assert argv[-7:] == ["layernorm,moe_act", "--cross-entropy", "te", "--calibration", "dgx-h100", "--fast", "--json"]
+    native, te, cs = ("--cross-entropy", "native"), ("--cross-entropy", "te"), ("--fp8-recipe", "current")
     expected = {i: fa2 for i in range(1, 13)}
     expected.update({i: (*fa2, *ub) for i in (2, 7, 8, 9, 12)})  # GPT3-20B, LLaMA2-70B, Nemotron-8B/22B, LLaMA3-70B
+    expected.update({i: (*expected[i], "--hidden-dropout") for i in (1, 2, 3, 4)})  # NeMo 1's GPT-3: dropout 0.1
+    expected.update({i: (*expected[i], *native) for i in (8, 9, 11, 12)})  # cross_entropy_loss_fusion: true
     expected[10] = (*fa2, "--optimizer-dtype", "bf16", "--recompute", "selective")
-    expected[13] = ("--fp8-param-gather", "--recompute", "full", "--recompute-num-layers", "5")  # LLaMA3-8B FP8-CS
-    expected[14] = expected[15] = ("--fp8-param-gather", *ub)  # LLaMA3-70B, LLaMA3.1-405B FP8-CS
-    expected[16] = ("--recompute-modules", "layernorm,moe_act")
+    expected[13] = ("--fp8-param-gather", "--recompute", "full", "--recompute-num-layers", "5", *te, *cs)
+    expected[14] = expected[15] = ("--fp8-param-gather", *ub, *te, *cs)  # LLaMA3-70B, LLaMA3.1-405B FP8-CS
+    expected[16] = ("--recompute-modules", "layernorm,moe_act", *te)
     assert {i: vm.recipe_flags(r) for i, r in rows.items()} == expected
     assert {rows[i].source for i in range(1, 13)} == {"nemo-24.07"}
     assert {rows[i].precision for i in (13, 14, 15)} == {"FP8-CS"}
-    for _flags, why in [*vm.RECIPES.values(), *vm.PRECISION_RECIPES.values()]:
+    for _flags, why in [*vm.RECIPES.values(), *vm.PRECISION_RECIPES.values(), *vm.KERNEL_RECIPES.values()]:
         assert "@" in why  # file@commit
     for _flags, why in vm.SOURCE_RECIPES.values():
         assert "config.yaml" in why and "line" in why
@@ -227,6 +231,10 @@ def test_flags_that_pick_calibrated_tables_stay_out_of_the_ideal_command(vm):
     assert calibrated[calibrated.index("--attention-backend") + 1] == "flash"
     assert "--attention-backend" not in ideal and "flash" not in ideal
     assert ideal[ideal.index("--optimizer-dtype") + 1] == "bf16"  # a memory setting applies to both models
+    for i in (1, 13):  # the stack's kernel choices too (GPT-3's dropout; FP8-CS's recipe and TE's loss)
+        calibrated, ideal = vm.command(["hcsim"], rows[i], "dgx-h100"), vm.command(["hcsim"], rows[i], "ideal")
+        kernels = {"--hidden-dropout", "--cross-entropy", "--fp8-recipe"}
+        assert kernels & set(calibrated) and not kernels & set(ideal) and "current" not in ideal
     unknown = dataclasses.replace(rows[5], source="nemo-99.99")  # a release not listed keeps the defaults
     assert vm.recipe_flags(unknown) == ()
 
@@ -259,55 +267,98 @@ NEW_RELEASES = [
     ),
     (
         ("nemo-24.07", "Nemotron4-15B", "FP8", 64, 4, 1, 1, 1, 1, 0),
-        (("--attention-backend", "flash", "--tp-comm-overlap"), None),
+        (("--attention-backend", "flash", "--tp-comm-overlap", "--cross-entropy", "native"), None),
     ),
-    (("nemo-24.09", "LLAMA3.1-405B", "FP8", 576, 8, 9, 2, 7, 1, 0), (("--tp-comm-overlap",), None)),
+    (
+        ("nemo-24.09", "LLAMA3.1-405B", "FP8", 576, 8, 9, 2, 7, 1, 0),
+        (("--tp-comm-overlap", "--cross-entropy", "native"), None),
+    ),
     (
         ("nemo-24.09", "Nemotron-340B", "FP8", 128, 8, 8, 1, 12, 1, 0),
         (("--optimizer-dtype", "bf16", "--recompute", "selective"), None),
     ),
-    (("nemo-24.09", "GPT3-175B", "FP8", 512, 4, 8, 1, 6, 1, 0), ((), None)),
+    (("nemo-24.09", "GPT3-175B", "FP8", 512, 4, 8, 1, 6, 1, 0), (("--hidden-dropout",), None)),
     (("nemo-24.12", "Nemotron4-340B", "BF16", 128, 8, 8, 1, 12, 1, 0), (("--recompute", "selective"), None)),
-    (("nemo-24.12", "LLAMA3-70B", "FP8", 64, 4, 4, 2, 5, 1, 0), (("--tp-comm-overlap",), None)),
-    (("nemo-25.02", "GPT3-175B", "FP8", 128, 4, 8, 1, 6, 1, 0), (("--fp8-param-gather", "--tp-comm-overlap"), None)),
-    (("nemo-25.02", "LLAMA3-8B", "BF16", 8, 1, 1, 2, 1, 1, 0), ((), None)),
-    (("nemo-25.02", "Mixtral-8x22B", "BF16", 256, 4, 4, 8, 14, 8, 0), ((), 1)),
-    (("nemo-25.04", "Nemotron3-22B", "BF16", 64, 2, 4, 1, 10, 1, 0), (("--tp-comm-overlap",), None)),
-    (("nemo-25.04", "DeepSeek-V3", "BF16", 1024, 2, 16, 1, 1, 64, 0), (("--recompute-modules", "mla_up_proj"), 1)),
-    (("nemo-25.07", "LLAMA3-8B", "FP8", 8, 1, 1, 1, 1, 1, 1), (("--fp8-param-gather",), None)),
-    (("nemo-25.07", "Qwen3-235B-A22B", "BF16", 256, 2, 8, 1, 4, 32, 0), (("--tp-comm-overlap",), 1)),
+    (
+        ("nemo-24.12", "LLAMA3-70B", "FP8", 64, 4, 4, 2, 5, 1, 0),
+        (("--tp-comm-overlap", "--cross-entropy", "native"), None),
+    ),
+    (
+        ("nemo-25.02", "GPT3-175B", "FP8", 128, 4, 8, 1, 6, 1, 0),
+        (("--fp8-param-gather", "--tp-comm-overlap", "--cross-entropy", "native"), None),
+    ),
+    (("nemo-25.02", "LLAMA3-8B", "BF16", 8, 1, 1, 2, 1, 1, 0), (("--cross-entropy", "native"), None)),
+    (("nemo-25.02", "Mixtral-8x22B", "BF16", 256, 4, 4, 8, 14, 8, 0), (("--cross-entropy", "native"), 1)),
+    (
+        ("nemo-25.04", "Nemotron3-22B", "BF16", 64, 2, 4, 1, 10, 1, 0),
+        (("--tp-comm-overlap", "--cross-entropy", "native"), None),
+    ),
+    (
+        ("nemo-25.04", "DeepSeek-V3", "BF16", 1024, 2, 16, 1, 1, 64, 0),
+        (("--recompute-modules", "mla_up_proj", "--cross-entropy", "te"), 1),
+    ),
+    (("nemo-25.07", "LLAMA3-8B", "FP8", 8, 1, 1, 1, 1, 1, 1), (("--fp8-param-gather", "--cross-entropy", "te"), None)),
+    (
+        ("nemo-25.07", "Qwen3-235B-A22B", "BF16", 256, 2, 8, 1, 4, 32, 0),
+        (("--tp-comm-overlap", "--cross-entropy", "te"), 1),
+    ),
     (
         ("nemo-25.09", "DeepSeekV3", "FP8", 1024, 2, 16, 1, 1, 64, 0),
-        (("--fp8-param-gather", "--recompute-modules", "mla_up_proj,mlp"), 1),
+        (("--fp8-param-gather", "--recompute-modules", "mla_up_proj,mlp", "--cross-entropy", "te"), 1),
     ),
-    (("nemo-25.09", "Mixtral-8x7B", "FP8", 64, 2, 4, 1, 8, 8, 0), (("--fp8-param-gather",), None)),  # no etp: tp's
+    (
+        ("nemo-25.09", "Mixtral-8x7B", "FP8", 64, 2, 4, 1, 8, 8, 0),
+        (("--fp8-param-gather", "--cross-entropy", "te"), None),
+    ),  # no etp: tp's
     (
         ("megatron-bridge-25.09", "LLAMA3_70B", "FP8-DS", 64, 4, 8, 1, 5, 1, 0),
-        (("--fp8-param-gather", "--tp-comm-overlap"), None),
+        (("--fp8-param-gather", "--tp-comm-overlap", "--cross-entropy", "te"), None),
     ),
     (
         ("megatron-bridge-25.09", "DeepSeekV3", "BF16", 1024, 2, 8, 1, 4, 64, 0),
-        (("--recompute-modules", "mla_up_proj,mlp"), 1),
+        (("--recompute-modules", "mla_up_proj,mlp", "--cross-entropy", "te"), 1),
     ),
-    (("megatron-bridge-25.11", "Qwen3_235B_a22B", "FP8-CS", 256, 2, 8, 1, 4, 32, 0), (("--fp8-param-gather",), 1)),
-    (("megatron-bridge-26.02", "LLAMA3.1_405B", "BF16", 1024, 8, 8, 2, 8, 1, 0), (("--tp-comm-overlap",), None)),
+    (
+        ("megatron-bridge-25.11", "Qwen3_235B_a22B", "FP8-CS", 256, 2, 8, 1, 4, 32, 0),
+        (("--fp8-param-gather", "--cross-entropy", "te", "--fp8-recipe", "current"), 1),
+    ),
+    (
+        ("megatron-bridge-26.02", "LLAMA3.1_405B", "BF16", 1024, 8, 8, 2, 8, 1, 0),
+        (("--tp-comm-overlap", "--cross-entropy", "te"), None),
+    ),
     (
         ("megatron-bridge-26.02.01", "LLAMA3_8B", "FP8-CS", 8, 1, 1, 1, 1, 1, 0),
-        (("--fp8-param-gather", "--recompute", "full", "--recompute-num-layers", "5"), None),
+        (
+            (
+                "--fp8-param-gather",
+                "--recompute",
+                "full",
+                "--recompute-num-layers",
+                "5",
+                "--cross-entropy",
+                "te",
+                "--fp8-recipe",
+                "current",
+            ),
+            None,
+        ),
     ),
     (
         ("megatron-bridge-26.04", "GPT OSS 120B", "BF16", 64, 1, 4, 1, 1, 8, 0),
-        (("--recompute-modules", "layernorm,moe_act"), None),
+        (("--recompute-modules", "layernorm,moe_act", "--cross-entropy", "te"), None),
     ),
     (
         ("megatron-bridge-26.04", "DeepSeekV3", "FP8-SC", 1024, 2, 8, 1, 2, 64, 0),
-        (("--recompute-modules", "mla_up_proj,mlp"), 1),
+        (("--recompute-modules", "mla_up_proj,mlp", "--cross-entropy", "te"), 1),
     ),
     (
         ("megatron-bridge-26.06", "Qwen3_30B_a3B", "FP8-CS", 16, 1, 2, 1, 12, 8, 0),
-        (("--fp8-param-gather", "--tp-comm-overlap"), None),
+        (("--fp8-param-gather", "--tp-comm-overlap", "--cross-entropy", "te", "--fp8-recipe", "current"), None),
     ),
-    (("megatron-bridge-26.06", "Qwen3_235B_a22B", "BF16", 256, 2, 8, 1, 4, 32, 0), ((), 1)),  # H100: overlap off
+    (
+        ("megatron-bridge-26.06", "Qwen3_235B_a22B", "BF16", 256, 2, 8, 1, 4, 32, 0),
+        (("--cross-entropy", "te"), 1),
+    ),  # H100: overlap off
 ]
 
 
@@ -365,12 +416,13 @@ def test_unknown_sources_and_models_get_no_recipe_flags(vm, tmp_path):
     for source in ("nemo-99.99", "megatron-bridge-0.0", "", "nemo-25.1"):
         for model in PRESETS:
             row = vm.Row(1, source, "DGX-H100", model, 64, "FP8-CS", 64, 1, 4096, 0, 2, 1, 1, 1, 8, None)
-            assert vm.recipe_flags(row) == ()
+            assert vm.recipe_flags(row) == ("--fp8-recipe", "current")  # what the column itself names
+            assert vm.recipe_flags(dataclasses.replace(row, precision="FP8")) == ()
             assert vm.layout_text(row) == "tp=2,pp=1,cp=1,vp=1,ep=8"
-    # a listed source with a model it has no recipe for: only the release-wide (precision) flags
+    # a listed source with a model it has no recipe for: only the release-wide (precision, loss) flags
     row = vm.Row(1, "nemo-25.04", "DGX-H100", "LLAMA2-7B", 8, "FP8", 64, 1, 4096, 0, 1, 1, 1, 1, 1, None)
-    assert vm.recipe_flags(row) == ("--fp8-param-gather",)
-    assert vm.recipe_flags(dataclasses.replace(row, precision="BF16")) == ()
+    assert vm.recipe_flags(row) == ("--fp8-param-gather", "--cross-entropy", "native")
+    assert vm.recipe_flags(dataclasses.replace(row, precision="BF16")) == ("--cross-entropy", "native")
 
 
 @pytest.mark.slow  # two real hcsim runs, ~12 s
