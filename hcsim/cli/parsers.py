@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from hcsim.cli.flags import DeprecatedAlias, rate_type
-from hcsim.cli.serve_parsers import add_serve
+from hcsim.cli.serve_parsers import add_serve as _add_serve
 
 __all__ = [
     "CROSS_ENTROPY",
@@ -396,6 +396,12 @@ def add_sweep(sub: Subparsers) -> argparse.ArgumentParser:
     sw.add_argument("--jobs", dest="workers", type=int, action=DeprecatedAlias, new="-j/--workers")
     sw.add_argument("--out", help="results file, JSON lines (default: the spec's 'out')")
     return sw
+
+
+# ------------------------------------------------------------------ hcsim serve
+def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
+    """``hcsim serve`` (alias ``queue``, its former name): :func:`hcsim.cli.serve_parsers.add_serve`."""
+    return _add_serve(sub, SYSTEMS)
 
 
 # ------------------------------------------------------------------ hcsim cluster

@@ -3,7 +3,8 @@
 The same rule as there: only the standard library and :mod:`hcsim.cli.flags`, so ``hcsim serve
 --help`` and usage errors answer without loading the simulator. What the command does with its
 options: :mod:`hcsim.cli.serve` (Inoue's dynamic batching) and :mod:`hcsim.cli.serve_continuous`
-(continuous batching of a transformer). ``--system`` takes :data:`hcsim.cli.parsers.SYSTEMS`.
+(continuous batching of a transformer). :func:`hcsim.cli.parsers.add_serve` calls :func:`add_serve` with
+the systems ``--system`` takes (so the imports run one way, parsers -> here).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ __all__ = ["add_serve"]
 Subparsers = argparse._SubParsersAction
 
 
-def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
+def add_serve(sub: Subparsers, systems: tuple[str, ...]) -> argparse.ArgumentParser:
     """``hcsim serve`` (alias ``queue``, its former name)."""
     qu = sub.add_parser(
         "serve",
@@ -27,7 +28,7 @@ def add_serve(sub: Subparsers) -> argparse.ArgumentParser:
     gpu = qu.add_mutually_exclusive_group(required=True)
     gpu.add_argument("--gpu", choices=("v100", "p4"), help="ResNet-50 timings fitted from NVIDIA's table")
     gpu.add_argument("--alpha", help="time per job in a batch, e.g. 2ms (bare number: seconds; with --tau0)")
-    _add_serve_model_options(qu, gpu)  # --model --system --xpus --tp --context
+    _add_serve_model_options(qu, gpu, systems)  # --model --system --xpus --tp --context
     qu.add_argument("--tau0", help="fixed time per batch, e.g. 5ms (bare number: seconds; with --alpha)")
     load = qu.add_mutually_exclusive_group()  # one is required, but continuous --trace may replay without --rate
     load.add_argument(
@@ -123,13 +124,13 @@ def _add_serve_continuous_options(s: argparse.ArgumentParser) -> None:
     t.add_argument("--plots", action="store_true", help="with --out: latency_cdf.png; a sweep: goodput_vs_rate.png")
 
 
-def _add_serve_model_options(s: argparse.ArgumentParser, timing: argparse._MutuallyExclusiveGroup) -> None:
+def _add_serve_model_options(
+    s: argparse.ArgumentParser, timing: argparse._MutuallyExclusiveGroup, systems: tuple[str, ...]
+) -> None:
     """The model options of ``hcsim serve``; ``--model`` joins the batch-time choice (``timing``)."""
-    from hcsim.cli.parsers import SYSTEMS  # here: parsers imports this module
-
     timing.add_argument("--model", help="serve this model (preset or config.json) on --system: engine-computed tau[b]")
     g = s.add_argument_group("serving a transformer (with --model; docs/models.md)")
-    g.add_argument("--system", choices=SYSTEMS)
+    g.add_argument("--system", choices=systems)
     g.add_argument("--xpus", type=int, help="XPUs of --system")
     g.add_argument("--mix", help="XPU type(s) of --system, e.g. H100")
     g.add_argument(
