@@ -66,8 +66,8 @@ PRECISIONS = {
     "fp16": "fp16",
     "fp32": "fp32",
 }
-#: Recipe flags that choose among a calibration's tables: left out of the ideal model's command.
-#: (flag -> the values it takes)
+#: Recipe flags that choose among a calibration's tables or kernels, with the values each takes: left out of the
+#: ideal model's command.
 CALIBRATED_FLAGS = {"--attention-backend": 1, "--cross-entropy": 1, "--fp8-recipe": 1, "--hidden-dropout": 0}
 #: Columns a row needs (the throughput ones are read into ``Row.measured`` only).
 COLUMNS = ("model", "gpus", "precision", "gbs", "mbs", "seq", "fsdp", "tp", "pp", "cp", "vp", "ep")

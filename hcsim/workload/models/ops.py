@@ -209,9 +209,8 @@ def _norm(
     tokens it runs on when fewer than ``t`` (sequence parallelism); it still reports ``t`` tokens' saved input,
     which the memory model divides itself (:func:`hcsim.workload.parallel.memory.kept_activation_bytes`)."""
     n = t if shard is None else shard
-    op = _memory_bound(name, "norm", 4.0 * n * width, 2.0 * n * width * b, params, t * width * b, train, precision,
-                       kernel_bwd=3.0 * n * width * b)  # fmt: skip
-    return op
+    return _memory_bound(name, "norm", 4.0 * n * width, 2.0 * n * width * b, params, t * width * b, train, precision,
+                         kernel_bwd=3.0 * n * width * b)  # fmt: skip
 
 
 def _residual_add(name: str, t: float, h: int, b: int, train: bool, precision: str | None) -> Operator:
