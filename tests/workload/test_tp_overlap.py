@@ -30,6 +30,9 @@ from hcsim.workload.parallel.tp_overlap import overlap_plan
 H100 = load_calibration("dgx-h100")
 SPEC = TransformerSpec("tiny", layers=1, hidden=2048, heads=16, kv_heads=16, intermediate=8192, vocab=32000,
                        sequence=2048)  # fmt: skip
+#: wide enough that the backward's gather of the norm output ends within the first GEMM's dgrad at tp 4
+WIDE = TransformerSpec("wide", layers=1, hidden=8192, heads=64, kv_heads=64, intermediate=28672, vocab=32000,
+                       sequence=2048)  # fmt: skip
 
 
 def _run(tp: int, overlap: bool, calib=H100, spec=SPEC, iterations: int = 1):  # noqa: ANN001, ANN202
@@ -48,37 +51,53 @@ def _run(tp: int, overlap: bool, calib=H100, spec=SPEC, iterations: int = 1):  #
     return result, kept["graph"], durations
 
 
+def _first_gemm_backward(s, c, b: str) -> float:
+    """The first GEMM's backward: the norm output gathered again beside its dgrad, the reduce-scatter beside its
+    wgrad, then the operators after (the gather ends within the dgrad, so the two never share a link)."""
+    assert c[f"tp0.0/{b}.regather"] <= s(f"{b}.g1.dgrad"), b
+    return s(f"{b}.g1.dgrad") + max(s(f"{b}.g1.wgrad"), c[f"tp0.0/{b}.post"]) + s(f"{b}.post")
+
+
 @pytest.mark.parametrize("tp", [2, 4])
 def test_one_layer_iteration_is_the_closed_form(tp: int) -> None:
-    off, g_off, c_off = _run(tp, False)
-    on, g_on, c = _run(tp, True)
+    off, g_off, c_off = _run(tp, False, spec=WIDE)
+    on, g_on, c = _run(tp, True, spec=WIDE)
     x = g_on.graph["ranks"][0]
 
     def s(name: str) -> float:
         return g_on.nodes[f"{x}/{name}"]["seconds"]
 
+    def s_off(name: str) -> float:
+        return g_off.nodes[f"{x}/{name}"]["seconds"]
+
     expected = off.iteration_end[0]
     for half in ("attn", "mlp"):
+        # the plain halves: forward all-gather, compute, reduce-scatter in the chain; backward (SP alone) the
+        # gradient's all-gather, the last GEMM, the rest, then the first GEMM as with userbuffers
+        f, b = f"F0.L0.{half}", f"B0.L0.{half}"
+        expected -= c_off[f"tp0.0/{f}.pre"] + s_off(f) + c_off[f"tp0.0/{f}.post"]
+        expected -= ((s_off(f"{b}.pre") if half == "mlp" else 0.0) + c_off[f"tp0.0/{b}.pre"] + s_off(f"{b}.g2")
+                     + s_off(f"{b}.mid") + _first_gemm_backward(s_off, c_off, b))  # fmt: skip
         for pas in ("F", "B"):
-            h = f"{pas}0.L0.{half}"
-            tp_ = f"tp0.0/{h}"
-            expected -= c_off[f"{tp_}.pre"] + g_off.nodes[f"{x}/{h}"]["seconds"] + c_off[f"{tp_}.post"]
+            tp_ = f"tp0.0/{pas}0.L0.{half}"
             assert c[f"{tp_}.pre"] == pytest.approx(c_off[f"{tp_}.pre"], rel=1e-12)  # the same all-gather, beside
         # forward: all-gather beside the first GEMM's first (tp-1)/tp; the last GEMM's 4 chunks on 132 - reserved
         # SMs with the reduce-scatter of 3 of them beside the last 3; the last chunk's after (the drain)
-        f = f"F0.L0.{half}"
         expected += (s(f"{f}.pre") + max(s(f"{f}.g1"), c[f"tp0.0/{f}.pre"]) + s(f"{f}.g1.last") + s(f"{f}.mid")
                      + s(f"{f}.g2.first") + max(s(f"{f}.g2"), c[f"tp0.0/{f}.post"]) + c[f"tp0.0/{f}.post.last"]
                      + (s(f"{f}.post") if half == "mlp" else 0.0))  # fmt: skip
         assert s(f"{f}.g1") == pytest.approx((tp - 1) * s(f"{f}.g1.last"), rel=1e-12)
         assert s(f"{f}.g2") == pytest.approx(3 * s(f"{f}.g2.first"), rel=1e-12)
-        # backward: the gradient's all-gather beside the last GEMM's dgrad, the reduce-scatter beside the first's wgrad
-        b = f"B0.L0.{half}"
+        # backward: the gradient's all-gather beside the last GEMM's dgrad (proj / fc2, met first), its wgrad
         expected += ((s(f"{b}.pre") if half == "mlp" else 0.0) + max(s(f"{b}.g2.dgrad"), c[f"tp0.0/{b}.pre"])
-                     + s(f"{b}.g2.dgrad.last") + s(f"{b}.g2.wgrad") + s(f"{b}.mid") + s(f"{b}.g1.dgrad")
-                     + max(s(f"{b}.g1.wgrad"), c[f"tp0.0/{b}.post"]) + s(f"{b}.post"))  # fmt: skip
+                     + s(f"{b}.g2.dgrad.last") + s(f"{b}.g2.wgrad") + s(f"{b}.mid")
+                     + _first_gemm_backward(s, c, b))  # fmt: skip
+        # the backward's GEMMs are the half's own, last GEMM first
+        last, first = ("attn.out", "attn.qkv") if half == "attn" else ("mlp.down", "mlp.up")
+        assert [o.name for o, _ in g_on.nodes[f"{x}/{b}.g2.wgrad"]["ops"]] == [last]
+        assert [o.name for o, _ in g_on.nodes[f"{x}/{b}.g1.wgrad"]["ops"]] == [first]
+        assert [o.name for o, _ in g_off.nodes[f"{x}/{b}.g2"]["ops"]] == [last]
     assert on.iteration_end[0] == pytest.approx(expected, rel=1e-9)
-    assert on.iteration_end[0] < off.iteration_end[0]
 
 
 def test_the_reduce_scatter_pipeline_reserves_sms_of_the_last_gemm() -> None:
@@ -201,3 +220,42 @@ def test_the_fast_path_matches_the_exact_engine_with_overlap() -> None:
         return simulate_system(topo, work, 1, fast=fast, fold=False, progress=False)
 
     assert run(True).makespan == pytest.approx(run(False).makespan, rel=1e-9)
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_backward_gathers_the_norm_output_again_for_the_wgrad(overlap: bool) -> None:
+    """Sequence parallelism keeps the norm output's shard; the first GEMM's wgrad needs all of it, so the backward
+    all-gathers it again beside the dgrad (TE layernorm_linear.py ``ln_out_needs_gather``): the forward's bytes."""
+    ranks = [f"x{i}" for i in range(4)]
+    kw = dict(sequence_parallel=True, precision="bf16", calibration=H100, microbatches=2, tp_comm_overlap=overlap)
+    g = training_graph(replace(SPEC, layers=2), "tp=4", ranks, **kw)
+    again = [v for v in g if v.endswith(".regather")]
+    assert len(again) == 2 * 2 * 2  # microbatches x layers x halves
+    for v in again:
+        fwd = v.replace("/B", "/F").replace(".regather", ".pre")
+        assert g.nodes[v]["kind"] == g.nodes[fwd]["kind"] == "allgather"
+        assert g.nodes[v]["bytes"] == g.nodes[fwd]["bytes"]
+        wgrads = [u for u in g.successors(v) if u.endswith(".g1.wgrad")]  # every TP rank's wgrad waits for it
+        assert len(wgrads) == 4
+        for u in wgrads:
+            assert [o.name for o, _ in g.nodes[u]["ops"]] == (["attn.qkv"] if ".attn." in v else ["mlp.up"])
+    plain = training_graph(replace(SPEC, layers=2), "tp=4", ranks, **{**kw, "sequence_parallel": False,
+                                                                      "tp_comm_overlap": False})  # fmt: skip
+    assert not [v for v in plain if v.endswith(".regather")]
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_fp8_blocks_gather_one_byte_per_value(overlap: bool) -> None:
+    """FP8 training: TE quantizes a block's GEMM inputs before gathering them (the norm output forward and again
+    backward, the output gradient backward), so its all-gathers move half a BF16 reduce-scatter's bytes."""
+    ranks = [f"x{i}" for i in range(4)]
+    kw = dict(sequence_parallel=True, calibration=H100, microbatches=1, tp_comm_overlap=overlap)
+    bf16 = training_graph(SPEC, "tp=4", ranks, precision="bf16", **kw)
+    fp8 = training_graph(SPEC, "tp=4", ranks, precision="fp8", **kw)
+    for v, d in fp8.nodes(data=True):
+        if d.get("phase") != "tp":
+            continue
+        block = ".L0." in v
+        half = d["kind"] == "allgather" and block
+        assert d["bytes"] == pytest.approx(bf16.nodes[v]["bytes"] / (2 if half else 1), rel=1e-15), v
+    assert sum(".L0." in v and d["kind"] == "allgather" for v, d in fp8.nodes(data=True) if d.get("phase") == "tp") == 6

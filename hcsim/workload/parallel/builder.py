@@ -121,8 +121,8 @@ def training_graph(
     "account_embedding_loss", or ``(first, last)`` decoder layers of the first and last
     stage. An uneven split is said in ``w.graph["pipeline_split"]`` (one line).
 
-    ``tp_comm_overlap`` (with ``sequence_parallel``): a dense block half's TP collectives run beside
-    the GEMMs they overlap, as Megatron-Core's ``--tp-comm-overlap`` (TE userbuffers; :mod:`.tp_overlap`).
+    ``tp_comm_overlap`` (with ``sequence_parallel``): a dense block half's TP collectives beside the GEMMs
+    they overlap (Megatron-Core's ``--tp-comm-overlap``, :mod:`.tp_overlap`); with SP alone the backward's are.
 
     ``tp_quotient`` (a fast-path switch, off by default): the TP slices of a stage run the same
     compute, so each block's compute vertex is built once, on slice 0, and sits in every slice's
@@ -439,12 +439,13 @@ class _Builder(GradientSync):
                     append(u, vertex)
                     last_compute[u] = vertex
 
-        def step_tp(tag: str, kind: str | None, fraction: float = 1.0, beside: list | None = None) -> None:
+        def step_tp(tag: str, kind: str | None, fraction: float = 1.0, beside=None, part=None) -> None:  # noqa: ANN001
             if kind is None or lay.tp == 1:
                 return
             vertex = f"tp{d}.{p}/{tag}"
             alg = self.algorithms["tp"] if kind == "allreduce" else for_kind(kind, self.algorithms["tp"])
-            self._comm(vertex, self.act * fraction, kind, ranks, alg, phase="tp")
+            fp8 = kind == "allgather" and part and gemm_precision and (part.precision or policy.name) == "fp8"
+            self._comm(vertex, self.act * fraction / (self.bpv if fp8 else 1), kind, ranks, alg, phase="tp")  # TE: FP8
             for t in range(lay.tp):
                 if beside is None:
                     link(t, vertex)
@@ -456,7 +457,8 @@ class _Builder(GradientSync):
             """The half as TP-overlap pieces (:func:`.tp_overlap.overlap_plan`); False if it has none."""
             if (unit, half, backward) not in self._plans:
                 prec = part.precision or policy.name if gemm_precision else self.precision
-                self._plans[unit, half, backward] = overlap_plan(part, backward, lay.tp, prec, self.calibration)
+                self._plans[unit, half, backward] = overlap_plan(part, backward, lay.tp, prec, self.calibration,
+                                                                 userbuffers=self.tp_overlap)  # fmt: skip
             plan = self._plans[unit, half, backward]
             if plan is None:
                 return False
@@ -464,7 +466,7 @@ class _Builder(GradientSync):
             for step in plan:
                 if step.piece is None:  # beside only after a vertex of this pass (not before the pipeline's p2p)
                     inside = step.beside and all(len(c) > pass_start[t] for t, c in enumerate(chains))
-                    step_tp(f"{here}.{half}.{step.name}", step.kind, step.fraction, beside if inside else None)
+                    step_tp(f"{here}.{half}.{step.name}", step.kind, step.fraction, beside if inside else None, part)
                     continue
                 tag = f"{here}.{half}.{step.piece.suffix}"
                 if half == "attn" and step.piece.suffix == "mid":  # the core: CP's ring exchange beside it
@@ -539,11 +541,12 @@ class _Builder(GradientSync):
                     halves = [("attn", cost.attention), ("mlp", cost.mlp)]
                     for half, part in reversed(halves) if backward else halves:
                         moe = half == "mlp" and cost.experts is not None
-                        if self.tp_overlap and not moe and step_overlapped(here, half, part, backward, unit, **attrs):
+                        cut = self.tp_overlap or (self.sp and backward)  # SP's backward: collectives beside GEMMs
+                        if cut and not moe and step_overlapped(here, half, part, backward, unit, **attrs):
                             continue
                         tp_around = not (moe and self.folded and not self.spec.shared_intermediate)
                         if tp_around:  # folded: the SP shard is dispatched (a shared expert gathers it)
-                            step_tp(f"{here}.{half}.pre", pre)
+                            step_tp(f"{here}.{half}.pre", pre, part=None if moe else part)
                         if moe:
                             moe = [("mlp", cost.mlp), ("dispatch", "alltoall"), ("gather", "allgather"),
                                    ("experts", cost.experts), ("scatter", "reduce_scatter"), ("combine", "alltoall")]

@@ -1,19 +1,21 @@
-"""TP communication overlap as Transformer Engine's userbuffers run it (Megatron-Core ``--tp-comm-overlap``).
+"""TP collectives beside the GEMMs, as Transformer Engine runs them under sequence parallelism.
 
 With sequence parallelism a block half (attention or MLP) is ``[all-gather] -> first GEMM
 (QKV / fc1) ... last GEMM (proj / fc2) -> [reduce-scatter]``. :func:`overlap_plan` cuts the
 half's compute into sub-vertices with each TP collective beside the GEMM it overlaps:
 
-* forward: the all-gather (``ring_exchange``: copy engines, every SM left to the GEMM) beside
-  the first GEMM's first ``(tp-1)/tp``, its last ``1/tp`` chunk after both; the last GEMM on
-  ``sms - reserved`` SMs in ``n`` chunks, the reduce-scatter of chunks ``1..n-1`` beside chunks
-  ``2..n``, the last chunk's reduce-scatter after (the pipeline's drain);
-* backward (the mirror): the output gradient's all-gather beside the last GEMM's dgrad (the same
-  split), then its wgrad; the first GEMM's dgrad, then the reduce-scatter of its result beside its
-  wgrad (``bulk``, every SM), the operators after (the norm's backward) waiting for it.
+* forward, userbuffers (``--tp-comm-overlap``): the all-gather (``ring_exchange``: copy engines,
+  every SM left to the GEMM) beside the first GEMM's first ``(tp-1)/tp``, its last ``1/tp`` chunk
+  after both; the last GEMM on ``sms - reserved`` SMs in ``n`` chunks, the reduce-scatter of chunks
+  ``1..n-1`` beside chunks ``2..n``, the last chunk's reduce-scatter after (the pipeline's drain);
+* backward, the operators in reverse: the output gradient's all-gather beside the last GEMM's
+  dgrad (userbuffers: the same split) or before it (plain), then its wgrad; then the first GEMM: the
+  saved norm output's shard gathered again beside its dgrad (its wgrad needs the whole input), the
+  dgrad's reduce-scatter beside its wgrad, the operators after (the norm's backward) waiting for it.
+  Plain and userbuffers alike (TE layernorm_linear.py: ``ln_out_needs_gather``, async or bulk).
 
 Invariant: the pieces' FLOPs and bytes add up to the half's (its calibrated time too, when no
-SM is reserved), and the collectives' bytes to the half's. Sources: docs/training-features.md.
+SM is reserved). Sources: docs/training-features.md.
 """
 
 from __future__ import annotations
@@ -81,17 +83,21 @@ def _share(suffix: str, op: Any, pass_: str, part: float, seconds: float, calib:
     return Piece(suffix, part * flops, part * mem, ((op, pass_),), seconds if calib is not None else None)
 
 
-def overlap_plan(part: Any, backward: bool, tp: int, precision: str, calib: Any = None) -> list[Step] | None:
+def overlap_plan(
+    part: Any, backward: bool, tp: int, precision: str, calib: Any = None, *, userbuffers: bool = True
+) -> list[Step] | None:
     """The steps of one pass of a half (a :class:`~.costs.Part`) with its TP collectives overlapped.
 
-    ``precision``: the vertex's compute precision (for operators that carry none); ``calib``: a
+    ``userbuffers``: TE's userbuffers overlap (``--tp-comm-overlap``); without it only the backward
+    has a plan (forward: None, the plain half). ``precision``: the vertex's compute precision (for
+    operators that carry none); ``calib``: a
     :class:`~hcsim.calibration.Calibration` (pieces get ``seconds``; its ``ub_*`` SM reservations
     apply) or None (the ideal model: FLOPs and bytes only, no SM is reserved). None if the half
     has fewer than two linears (nothing to overlap as TE does: the caller keeps the plain half).
     """
     ops = tuple(part.bwd_ops if backward else part.fwd_ops)
     linear = [i for i, (op, p) in enumerate(ops) if op.kind == "linear" and p == ("bwd" if backward else "fwd")]
-    if len(linear) < 2 or tp < 2:
+    if len(linear) < 2 or tp < 2 or not (userbuffers or backward):
         return None
     i1, i2 = linear[0], linear[-1]
     pre, mid, post = ops[:i1], ops[i1 + 1 : i2], ops[i2 + 1 :]
@@ -125,16 +131,24 @@ def overlap_plan(part: Any, backward: bool, tp: int, precision: str, calib: Any 
         if post:
             steps.append(Step(_whole("post", post, precision, calib)))
         return steps
-    # backward: the output gradient's all-gather beside the last GEMM's dgrad (ring exchange), then its wgrad
-    d2, w2 = _gemm(last, "bwd", precision, calib, None)
-    steps.append(Step(kind="allgather", beside=True, name="pre"))
-    steps.append(Step(_share("g2.dgrad", last, "bwd", head / 2, head * d2, calib)))
-    steps.append(Step(_share("g2.dgrad.last", last, "bwd", 1 / tp / 2, d2 / tp, calib)))
-    steps.append(Step(_share("g2.wgrad", last, "bwd", 0.5, w2, calib)))
+    # backward (operators in reverse: ops[i1] is the half's last GEMM, proj / fc2): the output gradient's
+    # all-gather (ring exchange) beside its dgrad, then its wgrad; plain, the all-gather first, in the chain
+    first, last = last, first
+    if userbuffers:
+        d2, w2 = _gemm(last, "bwd", precision, calib, None)
+        steps.append(Step(kind="allgather", beside=True, name="pre"))
+        steps.append(Step(_share("g2.dgrad", last, "bwd", head / 2, head * d2, calib)))
+        steps.append(Step(_share("g2.dgrad.last", last, "bwd", 1 / tp / 2, d2 / tp, calib)))
+        steps.append(Step(_share("g2.wgrad", last, "bwd", 0.5, w2, calib)))
+    else:
+        steps.append(Step(kind="allgather", name="pre"))
+        steps.append(Step(_whole("g2", ((last, "bwd"),), precision, calib)))
     if mid:
         steps.append(Step(_whole("mid", mid, precision, calib)))
-    # the first GEMM's dgrad, then its reduce-scatter beside its wgrad (bulk); what follows waits for it
+    # the first GEMM (QKV / fc1): the saved norm output's shard gathered again beside its dgrad (its wgrad
+    # waits for it), then the dgrad's reduce-scatter beside its wgrad; what follows waits for it
     d1, w1 = _gemm(first, "bwd", precision, calib, None)
+    steps.append(Step(kind="allgather", beside=True, name="regather"))
     steps.append(Step(_share("g1.dgrad", first, "bwd", 0.5, d1, calib)))
     if not post:  # nothing after to wait for it: the reduce-scatter after the wgrad, in the chain
         steps.append(Step(_share("g1.wgrad", first, "bwd", 0.5, w1, calib)))
