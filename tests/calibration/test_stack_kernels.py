@@ -145,3 +145,22 @@ def test_cli_stack_flags_slow_the_run_down_by_their_kernels():
     stack = json.loads(run(*base, "--fp8-recipe", "current", "--hidden-dropout").stdout)["tokens_per_s_per_gpu"]
     fused = json.loads(run(*base, "--cross-entropy", "te").stdout)["tokens_per_s_per_gpu"]
     assert stack < plain < fused  # more kernels, fewer tokens; TE's loss moves 22 B a logit where unfused moves 52
+
+
+def test_a_calibrated_runs_json_says_what_it_assumed_and_an_ideal_one_is_unchanged():
+    import json
+
+    from clitools import run
+
+    out = json.loads(run(*_RUN, "--calibration", "dgx-h100", "--precision", "fp8", "--cross-entropy", "te",
+                         "--attention-backend", "flash", "--hidden-dropout").stdout)  # fmt: skip
+    setup = out["setup"]
+    assert setup["calibration"] == "dgx-h100" and setup["precision"] == "fp8"
+    assert setup["cross_entropy"] == "te" and setup["fp8_recipe"] == "delayed" and setup["hidden_dropout"] is True
+    assert setup["attention_kernel"].startswith("FlashAttention-2")
+    assert setup["zero"] == 1 and setup["optimizer_dtype"] == "fp32" and setup["fp8_param_gather"] is False
+    assert setup["model"] == _RUN[_RUN.index("--model") + 1] and setup["xpus"] == int(_RUN[_RUN.index("--xpus") + 1])
+    bf16 = json.loads(run(*_RUN, "--calibration", "dgx-h100", "--precision", "bf16").stdout)["setup"]
+    assert bf16["fp8_recipe"] is None and bf16["cross_entropy"] == "unfused" and bf16["hidden_dropout"] is False
+    assert bf16["attention_kernel"].startswith("cuDNN")
+    assert "setup" not in json.loads(run(*_RUN, "--precision", "fp8").stdout)  # the ideal model's JSON as before
