@@ -170,17 +170,18 @@ def _check_applies(args: argparse.Namespace) -> None:
             setattr(args, dest, default)
 
 
-def _setup(args: argparse.Namespace, calib: Calibration) -> dict[str, Any]:
+def _setup(args: argparse.Namespace, calib: Calibration, layout: str) -> dict[str, Any]:
     """What a calibrated training run assumed, resolved (defaults filled in), for its JSON: the model, the
-    machine, every training flag's value (None: not given, and nothing of its own to default to: ``ep`` and
-    ``mapping`` follow ``--parallel``) and the stack the calibration times (the attention kernel, the loss's
-    kernels, the FP8 recipe, hidden dropout), so a result says what it stands for.
+    machine, the layout run (``layout``: dp and etp filled in), every other training flag's value (None: not
+    given, and nothing of its own to default to: ``ep`` follows the layout) and the stack the calibration times
+    (the attention kernel, the loss's kernels, the FP8 recipe, hidden dropout), so a result says what it stands for.
     """
     setup: dict[str, Any] = {"model": args.model, "system": args.system or args.platform, "xpus": args.xpus}
     defaults = {"optimizer_dtype": "fp32", "fp8_param_gather": False, "exact_microbatches": False}
     for dest, _ in _TRAINING_FLAGS:
         value = getattr(args, dest, None)
         setup[dest] = defaults.get(dest) if value is None else value
+    setup["parallel"] = layout
     fp8_recipe = calib.fp8_recipe if args.precision == "fp8" else None
     setup.update(calibration=calib.name, attention_kernel=calib.attention_kernel, cross_entropy=calib.cross_entropy)
     setup.update(fp8_recipe=fp8_recipe, hidden_dropout=calib.dropout)
@@ -419,7 +420,7 @@ def main(args: argparse.Namespace) -> int:
         gpus = len(topo.xpus()) if imported is not None or not args.platform else len(xpus)
         summary.update(_throughput(workload, summary, gpus))
         if calib is not None:
-            summary["setup"] = _setup(args, calib)
+            summary["setup"] = _setup(args, calib, str(workload.full_layout(gpus)))
         if steady is None:  # first rank of every stage (hcsim.analysis); a steady run's is extrapolated
             summary.update(steady_breakdown(result, workload.graph))
     skipped = {

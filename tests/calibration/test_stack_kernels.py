@@ -160,6 +160,7 @@ def test_a_calibrated_runs_json_says_what_it_assumed_and_an_ideal_one_is_unchang
     assert setup["attention_kernel"].startswith("FlashAttention-2")
     assert setup["zero"] == 1 and setup["optimizer_dtype"] == "fp32" and setup["fp8_param_gather"] is False
     assert setup["model"] == _RUN[_RUN.index("--model") + 1] and setup["xpus"] == int(_RUN[_RUN.index("--xpus") + 1])
+    assert setup["parallel"] == "dp=8,tp=1,pp=1"  # the layout run, dp filled in
     bf16 = json.loads(run(*_RUN, "--calibration", "dgx-h100", "--precision", "bf16").stdout)["setup"]
     assert bf16["fp8_recipe"] is None and bf16["cross_entropy"] == "unfused" and bf16["hidden_dropout"] is False
     assert bf16["attention_kernel"].startswith("cuDNN")
