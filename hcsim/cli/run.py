@@ -28,8 +28,8 @@ from hcsim.analysis.breakdown import GraphKept, steady_breakdown
 from hcsim.calibration import Calibration, load_calibration
 from hcsim.calibration.machine import calibrated_dgx_spec
 from hcsim.cli.platform import build_topology, refuse_system_flags, refuse_unrouted
+from hcsim.cli.training import POLICY_FLAGS, steady_run, steady_run_plan
 from hcsim.cli.training import pipeline_note as _pipeline_note
-from hcsim.cli.training import steady_run, steady_run_plan
 from hcsim.cli.training import throughput as _throughput
 from hcsim.cli.training import training_workload as _training_workload
 from hcsim.collectives import algorithm
@@ -177,7 +177,7 @@ def _setup(args: argparse.Namespace, calib: Calibration, layout: str) -> dict[st
     (the attention kernel, the loss's kernels, the FP8 recipe, hidden dropout), so a result says what it stands for.
     """
     setup: dict[str, Any] = {"model": args.model, "system": args.system or args.platform, "xpus": args.xpus}
-    defaults = {"optimizer_dtype": "fp32", "fp8_param_gather": False, "exact_microbatches": False}
+    defaults = {dest: default for dest, _, default in POLICY_FLAGS} | {"exact_microbatches": False}
     for dest, _ in _TRAINING_FLAGS:
         value = getattr(args, dest, None)
         setup[dest] = defaults.get(dest) if value is None else value

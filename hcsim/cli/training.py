@@ -36,7 +36,15 @@ from hcsim.workload.parallel.layout import Layout, expert_tp_note, experts_order
 TOP_LINKS = 5
 """Busiest links a report lists (as :func:`hcsim.engine.report.summarize`)."""
 
-__all__ = ["TOP_LINKS", "pipeline_note", "steady_run", "steady_run_plan", "throughput", "training_workload"]
+__all__ = [
+    "POLICY_FLAGS",
+    "TOP_LINKS",
+    "pipeline_note",
+    "steady_run",
+    "steady_run_plan",
+    "throughput",
+    "training_workload",
+]
 
 
 def microbatches_of(workload: Any, gpus: int) -> int:
@@ -120,6 +128,10 @@ def throughput(workload: Any, summary: dict, gpus: int) -> dict[str, float]:
     }
 
 
+#: the precision policy's flags of ``run``: (dest, flag, the value it defaults to)
+POLICY_FLAGS = (("optimizer_dtype", "--optimizer-dtype", "fp32"), ("fp8_param_gather", "--fp8-param-gather", False))
+
+
 def training_workload(args: argparse.Namespace, calib: Calibration | None = None) -> TrainingWorkload:
     """The workload factory ``(ranks, group) -> Workload`` of ``hcsim run --model ...`` for training."""
     if args.workload:
@@ -169,8 +181,7 @@ def training_workload(args: argparse.Namespace, calib: Calibration | None = None
         extra["tp_comm_overlap"] = True
     if args.precision in ("bf16", "fp8") and not getattr(args, "grad_reduce_in_fp32", True):
         extra["grad_reduce_in_fp32"] = False
-    for dest, flag, default in (("optimizer_dtype", "--optimizer-dtype", "fp32"),
-                                ("fp8_param_gather", "--fp8-param-gather", False)):  # fmt: skip
+    for dest, flag, default in POLICY_FLAGS:
         value = getattr(args, dest, None)
         if value is not None and value != default:
             if args.precision not in ("bf16", "fp8"):

@@ -101,7 +101,8 @@ def overlap_plan(
         return None
     i1, i2 = linear[0], linear[-1]
     pre, mid, post = ops[:i1], ops[i1 + 1 : i2], ops[i2 + 1 :]
-    first, last = ops[i1][0], ops[i2][0]
+    # the half's first GEMM (QKV / fc1) and last (proj / fc2); a backward's operators come in reverse
+    first, last = (ops[i2][0], ops[i1][0]) if backward else (ops[i1][0], ops[i2][0])
     steps: list[Step] = []
     if pre:
         steps.append(Step(_whole("pre", pre, precision, calib)))
@@ -131,9 +132,8 @@ def overlap_plan(
         if post:
             steps.append(Step(_whole("post", post, precision, calib)))
         return steps
-    # backward (operators in reverse: ops[i1] is the half's last GEMM, proj / fc2): the output gradient's
-    # all-gather (ring exchange) beside its dgrad, then its wgrad; plain, the all-gather first, in the chain
-    first, last = last, first
+    # backward, the last GEMM first: the output gradient's all-gather (ring exchange) beside its dgrad, then
+    # its wgrad; plain, the all-gather first, in the chain
     if userbuffers:
         d2, w2 = _gemm(last, "bwd", precision, calib, None)
         steps.append(Step(kind="allgather", beside=True, name="pre"))
